@@ -1,0 +1,240 @@
+"""The attention math of the course, in three layouts that compute the same thing.
+
+- `scaled_dot_product_attention`: softmax(q kᵀ / √d_k) v, the one formula everything uses.
+- `SelfAttention`: one head, with its own w_q, w_k, w_v of shape d_model -> d_k.
+- `PerHeadMultiHeadAttention`: h such heads side by side, concatenated, then w_o.
+- `FusedMultiHeadAttention`: the same h heads as one d_model x d_model matrix per projection,
+  split into heads by a view and a transpose. This is the layout real code uses.
+
+Conventions (the same in every notebook): `nn.Linear` stores its matrix as
+(out_features, in_features) and computes `x @ W.T`; x is (B, T, d_model); masks are boolean with
+True = may attend (the convention of `torch.nn.functional.scaled_dot_product_attention`).
+This module is torch only: no plotting, no widgets.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+__all__ = [
+    "scaled_dot_product_attention",
+    "SelfAttention",
+    "PerHeadMultiHeadAttention",
+    "FusedMultiHeadAttention",
+    "split_heads",
+    "merge_heads",
+    "valid_head_counts",
+    "check_num_heads",
+    "count_parameters",
+]
+
+
+def _fmt(shape) -> str:
+    """A shape as the learner writes it: (2, 6, 8)."""
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+def valid_head_counts(d_model: int) -> list[int]:
+    """The numbers of heads h for which d_k = d_model / h is a whole number."""
+    return [h for h in range(1, d_model + 1) if d_model % h == 0]
+
+
+def _check_positive(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive whole number; got {value!r}.")
+
+
+def check_num_heads(d_model: int, num_heads: int) -> int:
+    """Return d_k = d_model // num_heads, or raise ValueError saying why it cannot work."""
+    _check_positive("d_model", d_model)
+    _check_positive("num_heads", num_heads)
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}: each head gets "
+            f"d_k = d_model / num_heads = {d_model / num_heads:.3g} features, which must be a "
+            f"whole number. Head counts that work for d_model={d_model}: "
+            f"{', '.join(map(str, valid_head_counts(d_model)))}."
+        )
+    return d_model // num_heads
+
+
+def _check_x(x: torch.Tensor, d_model: int) -> None:
+    """Raise ValueError unless x is (B, T, d_model)."""
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"x must be a torch.Tensor of shape (B, T, d_model); got {type(x).__name__}.")
+    if x.dim() != 3:
+        hint = " Add a batch dim with x.unsqueeze(0)." if x.dim() == 2 else ""
+        raise ValueError(
+            f"x must have 3 dims (B, T, d_model) = (B, T, {d_model}); got shape {_fmt(x.shape)} "
+            f"with {x.dim()} dims.{hint}"
+        )
+    if x.size(-1) != d_model:
+        raise ValueError(
+            f"x must have shape (B, T, d_model) with d_model={d_model}; got shape "
+            f"{_fmt(x.shape)}, whose last dim is {x.size(-1)}. Build the module with "
+            f"d_model={x.size(-1)}, or project x to {d_model} features first."
+        )
+
+
+def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None:
+    """Raise ValueError unless mask is boolean and broadcasts to `target` (named by `names`)."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(
+            f"mask must be a boolean tensor (True = may attend); got {got}. "
+            "Turn a 0/1 mask into one with mask.bool(); a mask with True = blocked "
+            "(nn.MultiheadAttention's convention) with ~mask."
+        )
+    try:
+        fits = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask of shape {_fmt(mask.shape)} does not broadcast to {names} = {_fmt(target)}. "
+            "Use (T, T) for one mask shared by the batch (e.g. causal), (B, 1, T) to hide padded "
+            "keys, or the full (B, T, T)."
+        )
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q kᵀ / √d_k) v over the last two dims, with any leading dims.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v); mask boolean, True = may attend,
+    broadcastable to (..., T_q, T_k). Returns out (..., T_q, d_v) and weights (..., T_q, T_k),
+    each row of weights summing to 1. A query row that may attend to no key gets zero weights and
+    a zero output (never NaN, in the forward pass or in gradients).
+    """
+    if q.size(-1) != k.size(-1):
+        raise ValueError(
+            f"q and k must have the same last dim d_k to be compared by a dot product; got q "
+            f"{_fmt(q.shape)} and k {_fmt(k.shape)}."
+        )
+    if k.size(-2) != v.size(-2):
+        raise ValueError(
+            f"k and v must have one row per key (the same T_k); got k {_fmt(k.shape)} and v "
+            f"{_fmt(v.shape)}."
+        )
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if mask is None:
+        weights = scores.softmax(dim=-1)
+        return weights @ v, weights
+    _check_mask(mask, tuple(scores.shape), "the scores' shape (..., T_q, T_k)")
+    # A query with no allowed key would take a softmax over only -inf, which is NaN: give such
+    # rows finite scores first, then zero weights.
+    has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~has_key, 0.0)
+    weights = scores.softmax(dim=-1).masked_fill(~has_key, 0.0)
+    return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(B, T, d_model) -> (B, h, T, d_k): cut the features into h blocks of d_k, head first."""
+    B, T, d_model = t.shape
+    d_k = check_num_heads(d_model, num_heads)
+    return t.view(B, T, num_heads, d_k).transpose(1, 2)  # (B, h, T, d_k)
+
+
+def merge_heads(t: torch.Tensor) -> torch.Tensor:
+    """(B, h, T, d_k) -> (B, T, h * d_k): put the heads' outputs side by side again."""
+    B, h, T, d_k = t.shape
+    return t.transpose(1, 2).reshape(B, T, h * d_k)  # (B, T, h * d_k)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """The number of learnable numbers in a module."""
+    return sum(p.numel() for p in module.parameters())
+
+
+class SelfAttention(nn.Module):
+    """One attention head: q = x W_qᵀ, k = x W_kᵀ, v = x W_vᵀ, each d_model -> d_k."""
+
+    def __init__(self, d_model: int, d_k: int, bias: bool = False):
+        super().__init__()
+        _check_positive("d_model", d_model)
+        _check_positive("d_k", d_k)
+        self.d_model, self.d_k = d_model, d_k
+        self.w_q = nn.Linear(d_model, d_k, bias=bias)
+        self.w_k = nn.Linear(d_model, d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, d_k, bias=bias)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, d_model), mask broadcastable to (B, T, T) -> out (B, T, d_k), weights (B, T, T)."""
+        _check_x(x, self.d_model)
+        B, T, _ = x.shape
+        if mask is not None:
+            _check_mask(mask, (B, T, T), "(B, T, T)")
+        q, k, v = self.w_q(x), self.w_k(x), self.w_v(x)  # each (B, T, d_k)
+        return scaled_dot_product_attention(q, k, v, mask)
+
+
+class PerHeadMultiHeadAttention(nn.Module):
+    """h heads, each a `SelfAttention` with its own W_i^Q, W_i^K, W_i^V (d_model -> d_k), then w_o.
+
+    This is the paper's picture written literally: a Python loop over heads.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = False):
+        super().__init__()
+        self.d_k = check_num_heads(d_model, num_heads)
+        self.d_model, self.num_heads = d_model, num_heads
+        self.heads = nn.ModuleList(
+            SelfAttention(d_model, self.d_k, bias=bias) for _ in range(num_heads)
+        )
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, d_model), mask broadcastable to (B, T, T) -> out (B, T, d_model), weights (B, h, T, T)."""
+        _check_x(x, self.d_model)
+        # (1) each head projects x and attends on its own
+        outs, weights = zip(*(head(x, mask) for head in self.heads))  # h x (B, T, d_k), (B, T, T)
+        # (2) concatenate the heads' outputs, (3) mix them with w_o
+        concat = torch.cat(outs, dim=-1)  # (B, T, h * d_k) = (B, T, d_model)
+        return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T, d_model), (B, h, T, T)
+
+
+class FusedMultiHeadAttention(nn.Module):
+    """The same h heads with one d_model x d_model matrix per projection, as real code does it.
+
+    Head i's W_i^Q is rows i*d_k .. (i+1)*d_k of `w_q.weight` (nn.Linear's (out, in) layout).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = False):
+        super().__init__()
+        self.d_k = check_num_heads(d_model, num_heads)
+        self.d_model, self.num_heads = d_model, num_heads
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, d_model), mask broadcastable to (B, T, T) -> out (B, T, d_model), weights (B, h, T, T)."""
+        _check_x(x, self.d_model)
+        B, T, _ = x.shape
+        if mask is not None:
+            _check_mask(mask, (B, T, T), "(B, T, T)")
+            mask = mask.unsqueeze(-3)  # (..., 1, T, T): the same mask for every head
+        # (1) project once with the whole matrix, then cut the features into heads
+        q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T, d_k)
+        k = split_heads(self.w_k(x), self.num_heads)  # (B, h, T, d_k)
+        v = split_heads(self.w_v(x), self.num_heads)  # (B, h, T, d_k)
+        # (2) attend: the head dim rides along as a batch dim, so there are h softmaxes
+        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, d_k), (B, h, T, T)
+        # (3) put the heads side by side again and mix them with w_o
+        return self.w_o(merge_heads(out)), weights  # (B, T, d_model), (B, h, T, T)

@@ -1,0 +1,120 @@
+"""Exact conversions between the layouts of the same multi-head attention.
+
+Every function copies weights (biases included) into a new module, so the result computes the
+same outputs and attention maps as its input, and the two can be trained apart afterwards.
+
+The one fact behind all of them: `nn.Linear` keeps its matrix as (out_features, in_features).
+Head i's W_i^Q, a `Linear(d_model, d_k)`, has a (d_k, d_model) weight; stacking the h of them
+along dim 0 gives the (d_model, d_model) weight of the fused `Linear(d_model, d_model)`, whose
+output features i*d_k .. (i+1)*d_k are exactly head i's q. In the paper's row-vector layout
+(x W with W of shape d_model x d_k) the same stacking puts the blocks side by side:
+x [W_0 ... W_{h-1}] = [x W_0 ... x W_{h-1}].
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
+
+__all__ = ["fuse", "split", "from_torch", "to_torch"]
+
+_PROJECTIONS = ("w_q", "w_k", "w_v")
+
+
+def _has_bias(module: nn.Module) -> bool:
+    return module.w_o.bias is not None
+
+
+def _like(module: nn.Module, template: nn.Module) -> nn.Module:
+    """Move `module` to the dtype and device of `template`'s parameters."""
+    p = next(template.parameters())
+    return module.to(device=p.device, dtype=p.dtype)
+
+
+@torch.no_grad()
+def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
+    """Stack the h per-head (d_k, d_model) weights into one (d_model, d_model) weight each."""
+    if not isinstance(per_head, PerHeadMultiHeadAttention):
+        raise ValueError(f"fuse() takes a PerHeadMultiHeadAttention; got {type(per_head).__name__}.")
+    fused = FusedMultiHeadAttention(per_head.d_model, per_head.num_heads, bias=_has_bias(per_head))
+    fused = _like(fused, per_head)
+    for name in _PROJECTIONS:
+        linears = [getattr(head, name) for head in per_head.heads]
+        target = getattr(fused, name)
+        target.weight.copy_(torch.cat([lin.weight for lin in linears], dim=0))  # (d_model, d_model)
+        if target.bias is not None:
+            target.bias.copy_(torch.cat([lin.bias for lin in linears], dim=0))  # (d_model,)
+    fused.w_o.load_state_dict(per_head.w_o.state_dict())
+    return fused
+
+
+@torch.no_grad()
+def split(fused: FusedMultiHeadAttention) -> PerHeadMultiHeadAttention:
+    """Cut each (d_model, d_model) weight into h per-head (d_k, d_model) weights: fuse() undone."""
+    if not isinstance(fused, FusedMultiHeadAttention):
+        raise ValueError(f"split() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
+    h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
+    per_head = PerHeadMultiHeadAttention(d_model, h, bias=_has_bias(fused))
+    per_head = _like(per_head, fused)
+    for name in _PROJECTIONS:
+        source = getattr(fused, name)
+        weights = source.weight.view(h, d_k, d_model)  # head i's (d_k, d_model) block is [i]
+        biases = source.bias.view(h, d_k) if source.bias is not None else None
+        for i, head in enumerate(per_head.heads):
+            getattr(head, name).weight.copy_(weights[i])
+            if biases is not None:
+                getattr(head, name).bias.copy_(biases[i])
+    per_head.w_o.load_state_dict(fused.w_o.state_dict())
+    return per_head
+
+
+@torch.no_grad()
+def from_torch(mha: nn.MultiheadAttention) -> FusedMultiHeadAttention:
+    """Copy PyTorch's `nn.MultiheadAttention` into a `FusedMultiHeadAttention`.
+
+    PyTorch packs W^Q, W^K, W^V into one (3 d_model, d_model) `in_proj_weight`, in that order,
+    and keeps W^O in `out_proj`. Dropout is not copied: the two agree in eval mode.
+    """
+    if not isinstance(mha, nn.MultiheadAttention):
+        raise ValueError(f"from_torch() takes an nn.MultiheadAttention; got {type(mha).__name__}.")
+    if mha.in_proj_weight is None or mha.bias_k is not None or mha.add_zero_attn:
+        raise ValueError(
+            "from_torch() supports nn.MultiheadAttention with kdim = vdim = embed_dim, "
+            "add_bias_kv=False and add_zero_attn=False: those extras have no place in the course's "
+            "modules."
+        )
+    bias = mha.in_proj_bias is not None
+    fused = _like(FusedMultiHeadAttention(mha.embed_dim, mha.num_heads, bias=bias), mha)
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3, dim=0)  # 3 x (d_model, d_model)
+    b_q, b_k, b_v = mha.in_proj_bias.chunk(3, dim=0) if bias else (None, None, None)
+    for name, weight, b in zip(_PROJECTIONS, (w_q, w_k, w_v), (b_q, b_k, b_v)):
+        getattr(fused, name).weight.copy_(weight)
+        if b is not None:
+            getattr(fused, name).bias.copy_(b)
+    fused.w_o.weight.copy_(mha.out_proj.weight)
+    if bias:
+        fused.w_o.bias.copy_(mha.out_proj.bias)
+    return fused
+
+
+@torch.no_grad()
+def to_torch(fused: FusedMultiHeadAttention) -> nn.MultiheadAttention:
+    """Copy a `FusedMultiHeadAttention` into PyTorch's `nn.MultiheadAttention(batch_first=True)`.
+
+    Remember its mask polarity: there a boolean `attn_mask` is True where attention is NOT
+    allowed, the opposite of the course's masks; pass `~mask`.
+    """
+    if not isinstance(fused, FusedMultiHeadAttention):
+        raise ValueError(f"to_torch() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
+    bias = _has_bias(fused)
+    mha = nn.MultiheadAttention(fused.d_model, fused.num_heads, bias=bias, batch_first=True)
+    mha = _like(mha, fused)
+    weights = [getattr(fused, name).weight for name in _PROJECTIONS]
+    mha.in_proj_weight.copy_(torch.cat(weights, dim=0))  # (3 d_model, d_model)
+    mha.out_proj.weight.copy_(fused.w_o.weight)
+    if bias:
+        mha.in_proj_bias.copy_(torch.cat([getattr(fused, n).bias for n in _PROJECTIONS], dim=0))
+        mha.out_proj.bias.copy_(fused.w_o.bias)
+    return mha
