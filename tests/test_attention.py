@@ -1,0 +1,160 @@
+"""helpers.attention: the formula, masks without NaN, and the errors a learner sees."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers.attention import (
+    FusedMultiHeadAttention,
+    PerHeadMultiHeadAttention,
+    SelfAttention,
+    check_num_heads,
+    merge_heads,
+    scaled_dot_product_attention,
+    split_heads,
+    valid_head_counts,
+)
+
+f64 = torch.float64
+
+
+def qkv(*lead, T=5, d_k=4, dtype=f64):
+    return (torch.randn(*lead, T, d_k, dtype=dtype) for _ in range(3))
+
+
+@given(
+    lead=st.lists(st.integers(1, 3), min_size=0, max_size=3),
+    T=st.integers(1, 7),
+    d_k=st.integers(1, 6),
+)
+def test_sdpa_equals_the_formula_written_out_and_torch(lead, T, d_k):
+    q, k, v = qkv(*lead, T=T, d_k=d_k)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    assert weights.shape == (*lead, T, T) and out.shape == (*lead, T, d_k)
+    torch.testing.assert_close(weights, expected, atol=1e-12, rtol=0)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-10, rtol=0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(*lead, T, dtype=f64), atol=1e-12, rtol=0)
+
+
+def test_sdpa_with_different_query_and_key_lengths_and_d_v():
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 9)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    assert out.shape == (2, 3, 9) and weights.shape == (2, 3, 7)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("dtype, atol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
+def test_sdpa_masks_match_torch_and_zero_the_forbidden_weights(dtype, atol):
+    q, k, v = qkv(2, 3, T=6, d_k=4, dtype=dtype)
+    causal = torch.ones(6, 6, dtype=torch.bool).tril()
+    padding = (torch.arange(6) < torch.tensor([6, 3]).view(2, 1)).view(2, 1, 1, 6)  # (B, 1, 1, T)
+    for mask in (causal, padding, causal & padding):
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        torch.testing.assert_close(out, ref, atol=atol, rtol=0)
+        assert (weights.masked_select(~mask.expand_as(weights)) == 0).all()
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 6, dtype=dtype), atol=atol, rtol=0)
+
+
+def test_fully_masked_rows_give_zeros_and_no_nan_even_in_gradients():
+    q, k, v = (t.requires_grad_() for t in qkv(2, T=4, d_k=3))
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[1] = False  # query 1 may attend to nothing
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    assert not out.isnan().any() and not weights.isnan().any()
+    assert (weights[:, 1] == 0).all() and (out[:, 1] == 0).all()
+    # PyTorch's fused kernel agrees: zeros for such rows
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=0)
+    (out.square().sum() + weights.square().sum()).backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all()
+    assert (q.grad[:, 1] == 0).all()  # the empty query gets no gradient
+
+
+def test_every_query_masked_gives_all_zeros():
+    q, k, v = qkv(1, T=3, d_k=2)
+    out, weights = scaled_dot_product_attention(q, k, v, torch.zeros(3, 3, dtype=torch.bool))
+    assert out.abs().max() == 0 and weights.abs().max() == 0
+
+
+def test_split_and_merge_heads_are_inverse_views_of_the_features():
+    t = torch.arange(2 * 3 * 12.0).view(2, 3, 12)  # (B, T, d_model)
+    heads = split_heads(t, 4)
+    assert heads.shape == (2, 4, 3, 3)  # (B, h, T, d_k)
+    # head 1 of token 2 holds features 3..5 of token 2
+    assert heads[0, 1, 2].tolist() == t[0, 2, 3:6].tolist()
+    assert torch.equal(merge_heads(heads), t)
+
+
+@pytest.mark.parametrize("Module", [PerHeadMultiHeadAttention, FusedMultiHeadAttention])
+def test_modules_return_documented_shapes(Module):
+    x = torch.randn(2, 5, 12)
+    out, weights = Module(12, 3)(x)
+    assert out.shape == (2, 5, 12) and weights.shape == (2, 3, 5, 5)
+    out, weights = SelfAttention(12, 4)(x)
+    assert out.shape == (2, 5, 4) and weights.shape == (2, 5, 5)
+
+
+def test_valid_head_counts():
+    assert valid_head_counts(12) == [1, 2, 3, 4, 6, 12]
+    assert valid_head_counts(7) == [1, 7]
+    assert check_num_heads(512, 8) == 64
+
+
+# ---- bad input: a ValueError a learner can act on -------------------------------------------
+
+
+@pytest.mark.parametrize("Module", [PerHeadMultiHeadAttention, FusedMultiHeadAttention])
+def test_heads_that_do_not_divide_d_model(Module):
+    with pytest.raises(ValueError) as err:
+        Module(10, 3)
+    msg = str(err.value)
+    assert "d_model=10 is not divisible by num_heads=3" in msg
+    assert "Head counts that work for d_model=10: 1, 2, 5, 10." in msg
+
+
+@pytest.mark.parametrize("d_model, num_heads", [(0, 1), (8, 0), (8, -2), (8.0, 2), (8, True)])
+def test_sizes_must_be_positive_whole_numbers(d_model, num_heads):
+    with pytest.raises(ValueError, match="must be a positive whole number"):
+        FusedMultiHeadAttention(d_model, num_heads)
+
+
+@pytest.mark.parametrize("Module", [PerHeadMultiHeadAttention, FusedMultiHeadAttention])
+def test_x_of_the_wrong_rank_or_width(Module):
+    mha = Module(8, 2)
+    with pytest.raises(ValueError) as err:
+        mha(torch.randn(5, 8))
+    assert str(err.value) == (
+        "x must have 3 dims (B, T, d_model) = (B, T, 8); got shape (5, 8) with 2 dims. "
+        "Add a batch dim with x.unsqueeze(0)."
+    )
+    with pytest.raises(ValueError, match=r"got shape \(2, 5, 6\), whose last dim is 6"):
+        mha(torch.randn(2, 5, 6))
+    with pytest.raises(ValueError, match="must be a torch.Tensor"):
+        mha([[1.0] * 8])
+
+
+@pytest.mark.parametrize("Module", [PerHeadMultiHeadAttention, FusedMultiHeadAttention])
+def test_mask_that_does_not_broadcast(Module):
+    mha = Module(8, 2)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError) as err:
+        mha(x, torch.ones(4, 4, dtype=torch.bool))
+    assert "mask of shape (4, 4) does not broadcast to (B, T, T) = (2, 5, 5)" in str(err.value)
+    with pytest.raises(ValueError, match=r"must be a boolean tensor \(True = may attend\); got torch.float32"):
+        mha(x, torch.ones(5, 5))
+
+
+def test_sdpa_rejects_mismatched_q_k_v():
+    with pytest.raises(ValueError, match=r"same last dim d_k.*q \(2, 3, 4\) and k \(2, 3, 5\)"):
+        scaled_dot_product_attention(torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(2, 3, 5))
+    with pytest.raises(ValueError, match="one row per key"):
+        scaled_dot_product_attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4))
+    with pytest.raises(ValueError, match=r"does not broadcast to the scores' shape"):
+        scaled_dot_product_attention(*qkv(2, T=3, d_k=2), torch.ones(2, 2, dtype=torch.bool))

@@ -1,0 +1,192 @@
+"""helpers.layouts: per-head, fused, PyTorch's module and PyTorch's kernel compute the same thing."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
+from torch import nn
+
+from helpers.attention import (
+    FusedMultiHeadAttention,
+    PerHeadMultiHeadAttention,
+    count_parameters,
+    merge_heads,
+    split_heads,
+)
+from helpers.layouts import from_torch, fuse, split, to_torch
+
+ATOL = {torch.float64: 1e-10, torch.float32: 1e-5}
+
+
+def close(a, b, dtype):
+    torch.testing.assert_close(a, b, atol=ATOL[dtype], rtol=0)
+
+
+def make_mask(kind: str, B: int, T: int, lengths: list[int]) -> torch.Tensor | None:
+    """A boolean mask (True = may attend) broadcastable to (B, T, T); no row is fully masked."""
+    causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)
+    padding = (torch.arange(T) < torch.tensor(lengths).view(B, 1)).unsqueeze(1)  # (B, 1, T)
+    return {"none": None, "causal": causal, "padding": padding, "both": causal & padding}[kind]
+
+
+def torch_kernel_forward(fused, x, mask):
+    """The fused module's weights run through torch.nn.functional.scaled_dot_product_attention."""
+    q, k, v = (split_heads(lin(x), fused.num_heads) for lin in (fused.w_q, fused.w_k, fused.w_v))
+    attn_mask = None if mask is None else mask.unsqueeze(-3)  # (..., 1, T, T)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)  # (B, h, T, d_k)
+    return fused.w_o(merge_heads(out))
+
+
+def torch_module_forward(mha, x, mask, B, T, lengths, kind):
+    """nn.MultiheadAttention, whose boolean masks mean True = NOT allowed: pass the negation."""
+    attn_mask = ~make_mask("causal", B, T, lengths) if kind in ("causal", "both") else None
+    key_padding_mask = ~make_mask("padding", B, T, lengths).squeeze(1) if kind in ("padding", "both") else None
+    return mha(
+        x, x, x,
+        attn_mask=attn_mask,
+        key_padding_mask=key_padding_mask,
+        need_weights=True,
+        average_attn_weights=False,
+    )  # fmt: skip
+
+
+shapes = st.tuples(
+    st.integers(1, 3),  # B
+    st.integers(1, 7),  # T
+    st.integers(1, 6),  # num_heads
+    st.integers(1, 5),  # d_k
+)
+
+
+@given(
+    shape=shapes,
+    bias=st.booleans(),
+    kind=st.sampled_from(["none", "causal", "padding", "both"]),
+    dtype=st.sampled_from([torch.float64, torch.float32]),
+    data=st.data(),
+)
+def test_all_layouts_agree(shape, bias, kind, dtype, data):
+    B, T, h, d_k = shape
+    d_model = h * d_k
+    lengths = data.draw(st.lists(st.integers(1, T), min_size=B, max_size=B), label="lengths")
+    mask = make_mask(kind, B, T, lengths)
+    x = torch.randn(B, T, d_model, dtype=dtype)
+
+    per_head = PerHeadMultiHeadAttention(d_model, h, bias=bias).to(dtype)
+    fused = fuse(per_head)
+    mha = to_torch(fused)
+    out, weights = per_head(x, mask)
+    assert out.shape == (B, T, d_model) and weights.shape == (B, h, T, T)
+
+    out_fused, weights_fused = fused(x, mask)
+    close(out_fused, out, dtype)
+    close(weights_fused, weights, dtype)
+
+    with torch.no_grad():
+        close(torch_kernel_forward(fused, x, mask), out, dtype)
+        out_torch, weights_torch = torch_module_forward(mha, x, mask, B, T, lengths, kind)
+    close(out_torch, out, dtype)
+    close(weights_torch, weights, dtype)
+
+    # and back: split(fuse(.)) and from_torch(to_torch(.)) give the same maps again
+    out_split, weights_split = split(fused)(x, mask)
+    close(out_split, out, dtype)
+    close(weights_split, weights, dtype)
+    out_back, weights_back = from_torch(mha)(x, mask)
+    close(out_back, out, dtype)
+    close(weights_back, weights, dtype)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_conversions_copy_every_weight_exactly(bias):
+    per_head = PerHeadMultiHeadAttention(12, 3, bias=bias)
+    fused = fuse(per_head)
+    # head i's W_i^Q is rows i*d_k .. (i+1)*d_k of the fused (out, in) weight
+    for i, head in enumerate(per_head.heads):
+        assert torch.equal(fused.w_q.weight[4 * i : 4 * (i + 1)], head.w_q.weight)
+        assert torch.equal(fused.w_v.weight[4 * i : 4 * (i + 1)], head.w_v.weight)
+    round_trip = split(fused)
+    for a, b in zip(per_head.state_dict().values(), round_trip.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert per_head.state_dict().keys() == round_trip.state_dict().keys()
+
+    mha = nn.MultiheadAttention(12, 3, bias=bias, batch_first=True)
+    fused = from_torch(mha)
+    w_q, w_k, w_v = mha.in_proj_weight.chunk(3)
+    assert torch.equal(fused.w_q.weight, w_q) and torch.equal(fused.w_k.weight, w_k)
+    assert torch.equal(fused.w_v.weight, w_v) and torch.equal(fused.w_o.weight, mha.out_proj.weight)
+    back = to_torch(fused)
+    for a, b in zip(mha.state_dict().values(), back.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    assert back.batch_first and (back.in_proj_bias is not None) == bias
+
+
+def test_conversions_are_copies_not_views():
+    per_head = PerHeadMultiHeadAttention(8, 2)
+    fused = fuse(per_head)
+    with torch.no_grad():
+        fused.w_q.weight.zero_()
+    assert per_head.heads[0].w_q.weight.abs().sum() > 0
+
+
+def test_conversions_keep_dtype():
+    fused = FusedMultiHeadAttention(8, 2, bias=True).double()
+    for module in (split(fused), fuse(split(fused)), to_torch(fused), from_torch(to_torch(fused))):
+        assert {p.dtype for p in module.parameters()} == {torch.float64}
+
+
+@given(h=st.integers(1, 8), d_k=st.integers(1, 8), bias=st.booleans())
+def test_parameter_counts_are_equal(h, d_k, bias):
+    d_model = h * d_k
+    per_head = PerHeadMultiHeadAttention(d_model, h, bias=bias)
+    fused = FusedMultiHeadAttention(d_model, h, bias=bias)
+    expected = 4 * d_model * d_model + (4 * d_model if bias else 0)
+    assert count_parameters(per_head) == count_parameters(fused) == expected
+    assert count_parameters(to_torch(fused)) == expected
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_fused_gradient_is_the_per_head_gradients_stacked(bias):
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    per_head = PerHeadMultiHeadAttention(12, 4, bias=bias).double()
+    fused = fuse(per_head)
+    target = torch.randn(2, 5, 12, dtype=torch.float64)
+    for module in (per_head, fused):
+        out, _ = module(x, mask)
+        F.mse_loss(out, target).backward()
+    for name in ("w_q", "w_k", "w_v"):
+        stacked = torch.cat([getattr(head, name).weight.grad for head in per_head.heads])
+        close(getattr(fused, name).weight.grad, stacked, torch.float64)
+        if bias:
+            stacked_bias = torch.cat([getattr(head, name).bias.grad for head in per_head.heads])
+            close(getattr(fused, name).bias.grad, stacked_bias, torch.float64)
+    close(fused.w_o.weight.grad, per_head.w_o.weight.grad, torch.float64)
+    assert fused.w_q.weight.grad.abs().max() > 1e-6  # the gradient is not trivially zero
+
+
+@pytest.mark.parametrize("Module", [PerHeadMultiHeadAttention, FusedMultiHeadAttention])
+def test_fully_masked_rows_in_modules_give_no_nan(Module):
+    x = torch.randn(2, 4, 8, requires_grad=True)
+    mha = Module(8, 2, bias=True)
+    mask = torch.ones(2, 4, 4, dtype=torch.bool)
+    mask[0, 2] = False  # batch 0, query 2 may attend to nothing
+    out, weights = mha(x, mask)
+    assert not out.isnan().any() and not weights.isnan().any()
+    assert (weights[0, :, 2] == 0).all()
+    torch.testing.assert_close(out[0, 2], mha.w_o.bias)  # nothing attended: only W^O's bias
+    out.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in mha.parameters())
+    assert torch.isfinite(x.grad).all()
+
+
+def test_from_torch_rejects_what_the_course_modules_cannot_hold():
+    with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
+        from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
+    with pytest.raises(ValueError, match="add_bias_kv=False"):
+        from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
+    with pytest.raises(ValueError, match="takes an nn.MultiheadAttention; got Linear"):
+        from_torch(nn.Linear(8, 8))
+    with pytest.raises(ValueError, match="fuse\\(\\) takes a PerHeadMultiHeadAttention; got FusedMulti"):
+        fuse(FusedMultiHeadAttention(8, 2))
