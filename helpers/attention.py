@@ -64,7 +64,9 @@ def check_num_heads(d_model: int, num_heads: int) -> int:
 def _check_x(x: torch.Tensor, d_model: int) -> None:
     """Raise ValueError unless x is (B, T, d_model)."""
     if not isinstance(x, torch.Tensor):
-        raise ValueError(f"x must be a torch.Tensor of shape (B, T, d_model); got {type(x).__name__}.")
+        raise ValueError(
+            f"x must be a torch.Tensor of shape (B, T, d_model); got {type(x).__name__}."
+        )
     if x.dim() != 3:
         hint = " Add a batch dim with x.unsqueeze(0)." if x.dim() == 2 else ""
         raise ValueError(
@@ -170,7 +172,10 @@ class SelfAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model), mask broadcastable to (B, T, T) -> out (B, T, d_k), weights (B, T, T)."""
+        """x (B, T, d_model), mask broadcastable to (B, T, T).
+
+        Returns out (B, T, d_k) and weights (B, T, T).
+        """
         _check_x(x, self.d_model)
         B, T, _ = x.shape
         if mask is not None:
@@ -197,7 +202,10 @@ class PerHeadMultiHeadAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model), mask broadcastable to (B, T, T) -> out (B, T, d_model), weights (B, h, T, T)."""
+        """x (B, T, d_model), mask broadcastable to (B, T, T).
+
+        Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head.
+        """
         _check_x(x, self.d_model)
         # (1) each head projects x and attends on its own
         outs, weights = zip(*(head(x, mask) for head in self.heads))  # h x (B, T, d_k), (B, T, T)
@@ -224,7 +232,10 @@ class FusedMultiHeadAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model), mask broadcastable to (B, T, T) -> out (B, T, d_model), weights (B, h, T, T)."""
+        """x (B, T, d_model), mask broadcastable to (B, T, T).
+
+        Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head.
+        """
         _check_x(x, self.d_model)
         B, T, _ = x.shape
         if mask is not None:

@@ -37,7 +37,9 @@ def _like(module: nn.Module, template: nn.Module) -> nn.Module:
 def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
     """Stack the h per-head (d_k, d_model) weights into one (d_model, d_model) weight each."""
     if not isinstance(per_head, PerHeadMultiHeadAttention):
-        raise ValueError(f"fuse() takes a PerHeadMultiHeadAttention; got {type(per_head).__name__}.")
+        raise ValueError(
+            f"fuse() takes a PerHeadMultiHeadAttention; got {type(per_head).__name__}."
+        )
     fused = FusedMultiHeadAttention(per_head.d_model, per_head.num_heads, bias=_has_bias(per_head))
     fused = _like(fused, per_head)
     for name in _PROJECTIONS:

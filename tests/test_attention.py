@@ -58,7 +58,9 @@ def test_sdpa_masks_match_torch_and_zero_the_forbidden_weights(dtype, atol):
         ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         torch.testing.assert_close(out, ref, atol=atol, rtol=0)
         assert (weights.masked_select(~mask.expand_as(weights)) == 0).all()
-        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 3, 6, dtype=dtype), atol=atol, rtol=0)
+        torch.testing.assert_close(
+            weights.sum(-1), torch.ones(2, 3, 6, dtype=dtype), atol=atol, rtol=0
+        )
 
 
 def test_fully_masked_rows_give_zeros_and_no_nan_even_in_gradients():
@@ -147,13 +149,17 @@ def test_mask_that_does_not_broadcast(Module):
     with pytest.raises(ValueError) as err:
         mha(x, torch.ones(4, 4, dtype=torch.bool))
     assert "mask of shape (4, 4) does not broadcast to (B, T, T) = (2, 5, 5)" in str(err.value)
-    with pytest.raises(ValueError, match=r"must be a boolean tensor \(True = may attend\); got torch.float32"):
+    with pytest.raises(
+        ValueError, match=r"must be a boolean tensor \(True = may attend\); got torch.float32"
+    ):
         mha(x, torch.ones(5, 5))
 
 
 def test_sdpa_rejects_mismatched_q_k_v():
     with pytest.raises(ValueError, match=r"same last dim d_k.*q \(2, 3, 4\) and k \(2, 3, 5\)"):
-        scaled_dot_product_attention(torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(2, 3, 5))
+        scaled_dot_product_attention(
+            torch.randn(2, 3, 4), torch.randn(2, 3, 5), torch.randn(2, 3, 5)
+        )
     with pytest.raises(ValueError, match="one row per key"):
         scaled_dot_product_attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4))
     with pytest.raises(ValueError, match=r"does not broadcast to the scores' shape"):

@@ -1,4 +1,4 @@
-"""helpers.layouts: per-head, fused, PyTorch's module and PyTorch's kernel compute the same thing."""
+"""helpers.layouts: per-head, fused, PyTorch's module and PyTorch's kernel compute one thing."""
 
 import pytest
 import torch
@@ -41,7 +41,9 @@ def torch_kernel_forward(fused, x, mask):
 def torch_module_forward(mha, x, mask, B, T, lengths, kind):
     """nn.MultiheadAttention, whose boolean masks mean True = NOT allowed: pass the negation."""
     attn_mask = ~make_mask("causal", B, T, lengths) if kind in ("causal", "both") else None
-    key_padding_mask = ~make_mask("padding", B, T, lengths).squeeze(1) if kind in ("padding", "both") else None
+    key_padding_mask = (
+        ~make_mask("padding", B, T, lengths).squeeze(1) if kind in ("padding", "both") else None
+    )
     return mha(
         x, x, x,
         attn_mask=attn_mask,
@@ -188,5 +190,7 @@ def test_from_torch_rejects_what_the_course_modules_cannot_hold():
         from_torch(nn.MultiheadAttention(8, 2, add_bias_kv=True))
     with pytest.raises(ValueError, match="takes an nn.MultiheadAttention; got Linear"):
         from_torch(nn.Linear(8, 8))
-    with pytest.raises(ValueError, match="fuse\\(\\) takes a PerHeadMultiHeadAttention; got FusedMulti"):
+    with pytest.raises(
+        ValueError, match="fuse\\(\\) takes a PerHeadMultiHeadAttention; got FusedMulti"
+    ):
         fuse(FusedMultiHeadAttention(8, 2))

@@ -1,0 +1,29 @@
+"""The committed notebooks are what strict nbval compares: executed top to bottom, no errors."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_committed_executed_in_order(path):
+    nb = json.loads(path.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    assert [c["execution_count"] for c in code] == list(range(1, len(code) + 1)), (
+        "not a clean Restart & Run All: run `make notebooks`"
+    )
+    for cell in code:
+        tags = cell.get("metadata", {}).get("tags", [])
+        errors = [o for o in cell["outputs"] if o["output_type"] == "error"]
+        assert not errors or "raises-exception" in tags, f"cell {cell['execution_count']} failed"
+    assert nb["cells"][0]["cell_type"] == "markdown", (
+        "the first cell says what the notebook answers"
+    )

@@ -1,0 +1,97 @@
+"""The environment's contract: exact pins, one torch pin everywhere, Binder files consistent with
+requirements.txt, and a test run that fails when it runs no test."""
+
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([0-9][^\s;]*)$")
+COURSE_PACKAGES = {"torch", "jupyterlab", "ipywidgets", "matplotlib", "nbval"}
+
+
+def requirement_lines(name: str) -> list[str]:
+    lines = (ROOT / name).read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def pins(name: str) -> dict[str, str]:
+    """{package: version} of a requirements file; every line must be an exact pin or -r."""
+    found = {}
+    for line in requirement_lines(name):
+        if line.startswith("-r "):
+            continue
+        match = PIN.match(line)
+        assert match, f"{name}: {line!r} is not an exact pin name==version"
+        found[match[1].lower()] = match[2]
+    return found
+
+
+def test_requirements_pin_every_course_package_exactly():
+    runtime = pins("requirements.txt")
+    assert COURSE_PACKAGES <= runtime.keys()
+    assert runtime["torch"] == "2.13.0"
+    test_only = pins("requirements-test.txt")
+    assert requirement_lines("requirements-test.txt")[0] == "-r requirements.txt"
+    assert not runtime.keys() & test_only.keys(), "a package is pinned twice"
+
+
+def test_constraints_pin_the_same_torch():
+    assert pins("constraints.txt") == {"torch": pins("requirements.txt")["torch"]}
+
+
+def test_environment_yml_installs_requirements_txt_on_python_311():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    deps = env["dependencies"]
+    assert "python=3.11" in deps and "pip" in deps
+    pip_section = next(d["pip"] for d in deps if isinstance(d, dict))
+    assert "-r requirements.txt" in pip_section and "-c constraints.txt" in pip_section
+    # Nothing else pins a package here, so environment.yml cannot drift from requirements.txt.
+    assert all(line.startswith("-") for line in pip_section), pip_section
+    assert [d for d in deps if isinstance(d, str)] == ["python=3.11", "pip"]
+
+
+def test_postbuild_installs_helpers_without_dependencies():
+    post_build = ROOT / "postBuild"
+    assert os.access(post_build, os.X_OK)
+    assert "pip install --no-deps -e ." in post_build.read_text()
+
+
+def test_installed_versions_are_the_pins_and_torch_is_the_cpu_build():
+    wanted = pins("requirements.txt") | pins("requirements-test.txt")
+    for package, version in wanted.items():
+        assert importlib.metadata.version(package).split("+")[0] == version, package
+    assert importlib.metadata.version("torch") == "2.13.0+cpu"
+    nvidia = [d.metadata["Name"] for d in importlib.metadata.distributions()]
+    assert not [n for n in nvidia if n.lower().startswith("nvidia")]
+
+
+def test_nbval_run_fails_when_no_notebook_is_collected(tmp_path):
+    """pytest exits 5 when it collects nothing; `make nbval` must pass that on, not swallow it."""
+    args = [sys.executable, "-m", "pytest", "--nbval", "-p", "no:cacheprovider", str(tmp_path)]
+    assert subprocess.run(args, capture_output=True, cwd=tmp_path).returncode == 5
+    make = subprocess.run(
+        ["make", "--no-print-directory", "nbval", f"NOTEBOOKS={tmp_path}"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert make.returncode != 0
+    assert "no tests ran" in make.stdout
+
+
+@pytest.mark.parametrize("target", ["lab", "test", "notebooks"])
+def test_make_targets_use_the_project_venv(target):
+    dry = subprocess.run(
+        ["make", "--dry-run", "--always-make", target], capture_output=True, text=True, cwd=ROOT
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "-c constraints.txt" in dry.stdout  # every install goes through the torch pin
+    commands = [line for line in dry.stdout.splitlines() if "jupyter" in line or "pytest" in line]
+    assert commands and all(line.lstrip().startswith(".venv/bin/") for line in commands)
