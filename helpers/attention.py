@@ -21,6 +21,7 @@ from torch import nn
 
 __all__ = [
     "scaled_dot_product_attention",
+    "attention_scores",
     "SelfAttention",
     "PerHeadMultiHeadAttention",
     "FusedMultiHeadAttention",
@@ -34,7 +35,7 @@ __all__ = [
 
 def _fmt(shape) -> str:
     """A shape as the learner writes it: (2, 6, 8)."""
-    return "(" + ", ".join(str(n) for n in shape) + ")"
+    return str(tuple(int(n) for n in shape))
 
 
 def valid_head_counts(d_model: int) -> list[int]:
@@ -54,8 +55,8 @@ def check_num_heads(d_model: int, num_heads: int) -> int:
     if d_model % num_heads != 0:
         raise ValueError(
             f"d_model={d_model} is not divisible by num_heads={num_heads}: each head gets "
-            f"d_k = d_model / num_heads = {d_model / num_heads:.3g} features, which must be a "
-            f"whole number. Head counts that work for d_model={d_model}: "
+            f"d_k = d_model / num_heads = {d_model}/{num_heads} = {d_model / num_heads:.2f} "
+            f"features, which must be a whole number. Head counts that work for d_model={d_model}: "
             f"{', '.join(map(str, valid_head_counts(d_model)))}."
         )
     return d_model // num_heads
@@ -102,6 +103,19 @@ def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None
         )
 
 
+def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The scores before softmax, q kᵀ / √d_k: q (..., T_q, d_k), k (..., T_k, d_k).
+
+    Returns (..., T_q, T_k): row t holds how well query t matches each key.
+    """
+    if q.size(-1) != k.size(-1):
+        raise ValueError(
+            f"q and k must have the same last dim d_k to be compared by a dot product; got q "
+            f"{_fmt(q.shape)} and k {_fmt(k.shape)}."
+        )
+    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T_q, T_k)
+
+
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -115,18 +129,12 @@ def scaled_dot_product_attention(
     each row of weights summing to 1. A query row that may attend to no key gets zero weights and
     a zero output (never NaN, in the forward pass or in gradients).
     """
-    if q.size(-1) != k.size(-1):
-        raise ValueError(
-            f"q and k must have the same last dim d_k to be compared by a dot product; got q "
-            f"{_fmt(q.shape)} and k {_fmt(k.shape)}."
-        )
     if k.size(-2) != v.size(-2):
         raise ValueError(
             f"k and v must have one row per key (the same T_k); got k {_fmt(k.shape)} and v "
             f"{_fmt(v.shape)}."
         )
-    d_k = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    scores = attention_scores(q, k)  # (..., T_q, T_k)
     if mask is None:
         weights = scores.softmax(dim=-1)
         return weights @ v, weights

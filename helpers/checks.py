@@ -16,7 +16,20 @@ __all__ = ["check_shape", "check_close", "check_attention_rows", "default_atol"]
 
 
 def _fmt(shape: Sequence) -> str:
-    return "(" + ", ".join("*" if n is None else str(n) for n in shape) + ")"
+    return (
+        "("
+        + ", ".join("*" if n is None else str(n) for n in shape)
+        + ("," if len(shape) == 1 else "")
+        + ")"
+    )
+
+
+def _say(line: str, echo: bool) -> str | None:
+    """Print the ✓ line for a notebook, or return it for a widget to show."""
+    if echo:
+        print(line)
+        return None
+    return line
 
 
 def _dim_names(dims: str | Sequence[str] | None, rank: int) -> list[str] | None:
@@ -52,8 +65,11 @@ def check_shape(
     expected: Sequence[int | None],
     name: str,
     dims: str | Sequence[str] | None = None,
-) -> None:
+    echo: bool = True,
+) -> str | None:
     """Check that `tensor` has shape `expected` (None = any size); `dims` names the dims.
+
+    Prints the ✓ line, or with echo=False returns it (for widgets).
 
     >>> check_shape(torch.zeros(2, 6, 8), (2, 6, 8), "q", dims="B T d_k")
     ✓ q: (2, 6, 8) = (B, T, d_k)
@@ -64,8 +80,7 @@ def check_shape(
     named = f" = ({', '.join(names)})" if names else ""
     fits = len(got) == len(expected) and all(e is None or e == g for g, e in zip(got, expected))
     if fits:
-        print(f"✓ {name}: {_fmt(got)}{named}")
-        return
+        return _say(f"✓ {name}: {_fmt(got)}{named}", echo)
     lines = [f"✗ {name}: expected {_fmt(expected)}{named}, got {_fmt(got)}."]
     if len(got) == len(expected):
         for i, (g, e) in enumerate(zip(got, expected)):
@@ -81,7 +96,9 @@ def default_atol(*tensors: torch.Tensor) -> float:
     return 1e-10 if all(t.dtype == torch.float64 for t in tensors) else 1e-5
 
 
-def check_close(a: torch.Tensor, b: torch.Tensor, name: str, atol: float | None = None) -> None:
+def check_close(
+    a: torch.Tensor, b: torch.Tensor, name: str, atol: float | None = None, echo: bool = True
+) -> str | None:
     """Check that a and b have the same shape and differ by at most `atol` anywhere.
 
     `atol` defaults to `default_atol(a, b)`: 1e-10 for float64, 1e-5 for float32. The ✓ line
@@ -105,8 +122,7 @@ def check_close(a: torch.Tensor, b: torch.Tensor, name: str, atol: float | None 
     diff = (a64 - b64).abs()
     worst = float(diff.max()) if diff.numel() else 0.0
     if worst <= atol:
-        print(f"✓ {name}: equal within atol {atol:.0e}")
-        return
+        return _say(f"✓ {name}: equal within atol {atol:.0e}", echo)
     index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
     raise AssertionError(
         f"✗ {name}: max |difference| = {worst:.3g} at index {index}, more than atol {atol:.0e} "
@@ -122,7 +138,8 @@ def check_attention_rows(
     name: str = "weights",
     mask: torch.Tensor | None = None,
     atol: float | None = None,
-) -> None:
+    echo: bool = True,
+) -> str | None:
     """Check attention weights (..., T_q, T_k): entries in [0, 1], each row summing to 1.
 
     With a boolean `mask` (True = may attend, broadcastable to the weights), entries where the
@@ -172,6 +189,7 @@ def check_attention_rows(
         )
     rows = f"all {n_rows} rows" if not n_empty else f"{n_rows - n_empty} of {n_rows} rows"
     empty = f"; the {n_empty} fully masked rows are all 0" if n_empty else ""
-    print(
-        f"✓ {name}: {rows} of {_fmt(w.shape)} sum to 1 within {atol:.0e}, entries in [0, 1]{empty}"
+    return _say(
+        f"✓ {name}: {rows} of {_fmt(w.shape)} sum to 1 within {atol:.0e}, entries in [0, 1]{empty}",
+        echo,
     )

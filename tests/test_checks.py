@@ -89,3 +89,13 @@ def test_check_attention_rows_names_the_wrong_softmax_dim():
         check_attention_rows(torch.randn(4, 4))
     with pytest.raises(AssertionError, match="entries are NaN"):
         check_attention_rows(torch.full((2, 2), float("nan")))
+
+
+def test_checks_return_their_line_instead_of_printing_for_widgets(capsys):
+    line = check_shape(torch.zeros(7), (7,), "row", dims="T", echo=False)
+    assert line == "✓ row: (7,) = (T)"
+    assert (
+        check_close(torch.ones(2), torch.ones(2), "a", echo=False) == "✓ a: equal within atol 1e-05"
+    )
+    assert check_attention_rows(torch.ones(1, 1), echo=False).startswith("✓ weights: all 1 rows")
+    assert capsys.readouterr().out == ""

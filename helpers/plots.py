@@ -1,0 +1,272 @@
+"""Figures from plain tensors and labels. Knows nothing of modules or widgets.
+
+Every function returns a `matplotlib.figure.Figure` built without pyplot, so a widget callback
+never leaves a figure behind for the notebook to show; `to_png` turns one into PNG bytes for a
+`widgets.Image`. Attention weights always use one colour map on a fixed 0..1 scale.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from functools import lru_cache
+
+import matplotlib
+import numpy as np
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from PIL import Image
+
+__all__ = [
+    "ATTENTION_CMAP",
+    "to_png",
+    "attention_map",
+    "heads_mosaic",
+    "heads_mosaic_png",
+    "query_breakdown",
+    "block_matrix",
+    "parameter_counts",
+]
+
+ATTENTION_CMAP = "viridis"
+HEAD_COLOURS = matplotlib.colormaps["tab10"].colors
+FONT = 11  # readable at projector size at 80 dpi
+
+
+def _cmap():
+    cmap = matplotlib.colormaps[ATTENTION_CMAP].copy()
+    cmap = cmap.with_extremes(bad="white")  # the gaps between tiles of a mosaic
+    return cmap
+
+
+def to_png(fig: Figure, dpi: int = 80) -> bytes:
+    """Render a figure to PNG bytes (for `widgets.Image`)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def _matrix(t: torch.Tensor, rank: int, what: str) -> torch.Tensor:
+    t = torch.as_tensor(t).detach().cpu().float()
+    if t.dim() != rank:
+        raise ValueError(f"{what}: expected {rank} dims; got shape {tuple(t.shape)}.")
+    return t
+
+
+def attention_map(
+    weights: torch.Tensor, words: list[str], title: str, annotate: bool = True
+) -> Figure:
+    """One T x T attention map: rows are queries, columns keys, words on both axes."""
+    w = _matrix(weights, 2, "attention_map takes one (T, T) map")
+    T = w.shape[0]
+    fig = Figure(figsize=(1.6 + 0.62 * T, 1.2 + 0.55 * T), layout="constrained")
+    ax = fig.add_subplot()
+    image = ax.imshow(w.numpy(), cmap=_cmap(), vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(T), words, rotation=45, ha="right", fontsize=FONT)
+    ax.set_yticks(range(T), words, fontsize=FONT)
+    ax.set_xlabel("key (attended to)", fontsize=FONT)
+    ax.set_ylabel("query (attending)", fontsize=FONT)
+    ax.set_title(title, fontsize=FONT + 1)
+    if annotate and T <= 12:
+        for i in range(T):
+            for j in range(T):
+                value = float(w[i, j])
+                colour = "black" if value > 0.6 else "white"
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color=colour)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
+    return fig
+
+
+def heads_mosaic(
+    weights: torch.Tensor, words: list[str], title: str, cols: int | None = None
+) -> Figure:
+    """All h maps (h, T, T) as tiles of one image in one axes (fast to redraw), head i titled."""
+    w = _matrix(weights, 3, "heads_mosaic takes (h, T, T) maps")
+    h, T, _ = w.shape
+    cols = cols or min(h, 4)
+    rows = math.ceil(h / cols)
+    gap = 1 if T < 10 else 2
+    canvas = _tile(w, cols, gap)
+    cell = min(0.42, 6.4 / canvas.shape[1])  # inches per token, keeping the figure projector-wide
+    fig = Figure(
+        figsize=(2.2 + cell * canvas.shape[1], 1.4 + cell * canvas.shape[0] + 0.25 * rows),
+        layout="constrained",
+    )
+    ax = fig.add_subplot()
+    image = ax.imshow(canvas.numpy(), cmap=_cmap(), vmin=0.0, vmax=1.0)
+    small = 8 if cell >= 0.19 else 6
+    ax.set_xticks(
+        [c * (T + gap) + j for c in range(min(cols, h)) for j in range(T)],
+        words * min(cols, h),
+        rotation=90,
+        fontsize=small,
+    )
+    ax.set_yticks(
+        [r * (T + gap) + j for r in range(rows) for j in range(T)], words * rows, fontsize=small
+    )
+    for i in range(h):
+        r, c = divmod(i, cols)
+        x_mid = c * (T + gap) + (T - 1) / 2
+        ax.text(x_mid, r * (T + gap) - 0.7, f"head {i}", ha="center", va="bottom", fontsize=FONT)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_xlabel("key (attended to)", fontsize=FONT)
+    ax.set_ylabel("query (attending)", fontsize=FONT)
+    ax.set_title(title, fontsize=FONT + 1, pad=18)
+    fig.colorbar(image, ax=ax, shrink=0.9, label="attention weight")
+    return fig
+
+
+def _tile(w: torch.Tensor, cols: int, gap: int) -> torch.Tensor:
+    """(h, T, T) maps -> one (rows·(T+gap)−gap, cols·(T+gap)−gap) canvas, NaN between tiles."""
+    h, T, _ = w.shape
+    rows = math.ceil(h / cols)
+    canvas = torch.full((rows * (T + gap) - gap, cols * (T + gap) - gap), float("nan"))
+    for i in range(h):
+        r, c = divmod(i, cols)
+        canvas[r * (T + gap) : r * (T + gap) + T, c * (T + gap) : c * (T + gap) + T] = w[i]
+    return canvas
+
+
+@lru_cache(maxsize=64)
+def _mosaic_frame(h: int, words: tuple[str, ...], title: str, dpi: int):
+    """Render the mosaic's frame once per layout: RGBA pixels and where the tiles go."""
+    T = len(words)
+    fig = heads_mosaic(torch.zeros(h, T, T), list(words), title)
+    agg = FigureCanvasAgg(fig)
+    fig.set_dpi(dpi)
+    agg.draw()
+    frame = np.asarray(agg.buffer_rgba())[..., :3].copy()  # (H, W, 3)
+    box = fig.axes[0].get_images()[0].get_window_extent()
+    H = frame.shape[0]
+    x0, x1 = round(box.x0), round(box.x1)
+    y0, y1 = H - round(box.y1), H - round(box.y0)  # pixel rows count from the top
+    return frame, (y0, y1, x0, x1)
+
+
+def heads_mosaic_png(weights: torch.Tensor, words: list[str], title: str, dpi: int = 80) -> bytes:
+    """`heads_mosaic` as PNG bytes, fast enough for a slider (about 15 ms at h = 16).
+
+    Matplotlib spends most of a redraw on the word labels, which depend only on h and the words;
+    so the frame is drawn once per layout, and each call paints the tiles' pixels into a copy.
+    """
+    w = _matrix(weights, 3, "heads_mosaic_png takes (h, T, T) maps")
+    h, T, _ = w.shape
+    frame, (y0, y1, x0, x1) = _mosaic_frame(h, tuple(words), title, dpi)
+    canvas = _tile(w.clamp(0, 1), min(h, 4), 1 if T < 10 else 2).numpy()
+    rgb = _cmap()(np.ma.masked_invalid(canvas), bytes=True)[..., :3]  # (rows, cols, 3)
+    # nearest-neighbour upsampling: which canvas cell each pixel of the image area shows
+    pick_rows = ((np.arange(y1 - y0) + 0.5) * canvas.shape[0] / (y1 - y0)).astype(int)
+    pick_cols = ((np.arange(x1 - x0) + 0.5) * canvas.shape[1] / (x1 - x0)).astype(int)
+    is_tile = ~np.isnan(canvas)[pick_rows][:, pick_cols, None]  # the gaps keep the head titles
+    picture = frame.copy()
+    picture[y0:y1, x0:x1] = np.where(is_tile, rgb[pick_rows][:, pick_cols], frame[y0:y1, x0:x1])
+    buffer = io.BytesIO()
+    Image.fromarray(picture).save(buffer, format="png", compress_level=1)
+    return buffer.getvalue()
+
+
+def query_breakdown(
+    scores: torch.Tensor,
+    weights: torch.Tensor,
+    v: torch.Tensor,
+    out: torch.Tensor,
+    words: list[str],
+    query: int,
+) -> Figure:
+    """One query's path through attention: its score row (T,), its softmax row (T,), and its
+    output (d_k,) as the weighted sum of the value rows v (T, d_k)."""
+    scores, weights = _matrix(scores, 1, "scores row"), _matrix(weights, 1, "weights row")
+    v, out = _matrix(v, 2, "v"), _matrix(out, 1, "out row")
+    T, d_k = v.shape
+    fig = Figure(figsize=(12, 1.6 + 0.42 * T), layout="constrained")
+    ax_s, ax_w, ax_v = fig.subplots(1, 3, width_ratios=[1, 1, 1.5])
+    rows = range(T)
+    ax_s.barh(rows, scores.numpy(), color="0.45")
+    ax_s.axvline(0, color="black", lw=0.8)
+    ax_s.set_yticks(rows, words, fontsize=FONT)
+    ax_s.invert_yaxis()
+    ax_s.set_title(f"1. scores of '{words[query]}'\nq·k / √d_k", fontsize=FONT)
+    colours = matplotlib.colormaps[ATTENTION_CMAP](weights.numpy())
+    ax_w.barh(rows, weights.numpy(), color=colours)
+    ax_w.set_xlim(0, 1)
+    ax_w.set_yticks(rows, words, fontsize=FONT)
+    ax_w.invert_yaxis()
+    for i in rows:
+        ax_w.text(float(weights[i]) + 0.02, i, f"{float(weights[i]):.2f}", va="center", fontsize=9)
+    ax_w.set_title(f"2. softmax: weights sum to {float(weights.sum()):.2f}", fontsize=FONT)
+    grid = torch.cat([v, torch.full((1, d_k), float("nan")), out.view(1, d_k)])  # (T + 2, d_k)
+    limit = float(grid.nan_to_num(0).abs().max()) or 1.0
+    cmap = matplotlib.colormaps["RdBu_r"].copy()
+    cmap = cmap.with_extremes(bad="white")
+    image = ax_v.imshow(grid.numpy(), cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
+    labels = [f"{float(weights[i]):.2f} × v({words[i]})" for i in rows] + ["", "out = Σ"]
+    ax_v.set_yticks(range(T + 2), labels, fontsize=FONT - 1)
+    ax_v.set_xlabel("feature (d_k)", fontsize=FONT)
+    ax_v.set_title(f"3. output of '{words[query]}': weighted sum of value rows", fontsize=FONT)
+    fig.colorbar(image, ax=ax_v, label="value")
+    return fig
+
+
+def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q") -> Figure:
+    """A d_model x d_model projection in the paper's layout (x @ W: rows = input features,
+    columns = output features), each head's d_k columns tinted in its own colour."""
+    w = _matrix(weight, 2, "block_matrix takes one (d_model, d_model) matrix")
+    d_in, d_out = w.shape
+    d_k = d_out // h
+    fig = Figure(figsize=(7.2, 6.2), layout="constrained")
+    ax = fig.add_subplot()
+    limit = float(w.abs().max()) or 1.0
+    ax.imshow(w.numpy(), cmap="gray", vmin=-limit, vmax=limit, interpolation="nearest")
+    symbol, sup = name.split("^") if "^" in name else (name, "")
+    for i in range(h):
+        colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
+        left = i * d_k - 0.5
+        ax.add_patch(Rectangle((left, -0.5), d_k, d_in, facecolor=colour, alpha=0.4, lw=0))
+        ax.axvline(left, color="black", lw=1.5)
+        if h <= 16:
+            label = f"${symbol}^{{{sup}}}_{{{i}}}$" if sup else f"${symbol}_{{{i}}}$"
+            ax.text(
+                left + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT, color=colour
+            )
+    ax.axvline(d_out - 0.5, color="black", lw=1.5)
+    ax.set_xlabel(f"output feature (d_model = {d_out} = h × d_k = {h} × {d_k})", fontsize=FONT)
+    ax.set_ylabel(f"input feature (d_model = {d_in})", fontsize=FONT)
+    label = f"${symbol}^{{{sup}}}$" if sup else f"${symbol}$"
+    ax.set_title(
+        f"{label} as x·W ({d_in} × {d_out}): {h} blocks of {d_k} columns, one per head",
+        fontsize=FONT + 1,
+        pad=26,
+    )
+    return fig
+
+
+def parameter_counts(
+    head_counts: list[int], per_head: list[int], fused: list[int], d_model: int
+) -> Figure:
+    """Parameters of the per-head and fused modules against h, for one d_model."""
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(
+        head_counts, fused, "-", color="tab:blue", lw=3, label="fused: 4 Linear(d_model, d_model)"
+    )
+    ax.plot(
+        head_counts,
+        per_head,
+        "o",
+        color="tab:orange",
+        ms=8,
+        label="per-head: 3h Linear(d_model, d_k) + W^O",
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=FONT)
+    ax.set_ylim(0, max(fused) * 1.3)
+    ax.set_xlabel("number of heads h (d_k = d_model / h)", fontsize=FONT)
+    ax.set_ylabel("parameters", fontsize=FONT)
+    ax.set_title(f"Parameters against h at d_model = {d_model}", fontsize=FONT + 1)
+    ax.legend(fontsize=FONT - 1, loc="lower right")
+    ax.grid(alpha=0.3)
+    return fig

@@ -1,0 +1,279 @@
+"""The interactive panels of the notebooks: sliders wired to `attention`, `plots` and `checks`.
+
+Each panel is a `widgets.VBox`: controls on top, a message line, then the picture (a
+`widgets.Image` holding PNG bytes, which strict nbval accepts) beside a live table of shapes and
+checks. Every table entry is measured on the tensors just computed, not written from a formula.
+A slider combination that cannot work shows a message in the panel, never a traceback. Tests
+drive a panel by setting `.value` on its controls and reading `.image.value`, `.table.value`
+and `.message.value`.
+"""
+
+from __future__ import annotations
+
+import html
+from functools import lru_cache
+
+import ipywidgets as widgets
+import torch
+
+from helpers import plots
+from helpers.attention import (
+    FusedMultiHeadAttention,
+    SelfAttention,
+    attention_scores,
+    check_num_heads,
+    count_parameters,
+)
+from helpers.checks import check_attention_rows, check_close, check_shape
+from helpers.examples import SENTENCE, embed, init_weights_, tokens
+from helpers.layouts import split
+
+__all__ = ["QueryExplorer", "HeadsExplorer", "BlockMatrixExplorer"]
+
+IMAGE_WIDTH = "660px"
+TABLE_STYLE = "font-family: monospace; font-size: 14px; border-collapse: collapse;"
+
+
+def _table(rows: list[tuple[str, ...]], caption: str) -> str:
+    """An HTML table of strings; the first row is the header."""
+    head, *body = rows
+    cell = "padding: 2px 10px; text-align: left;"
+    th = "".join(f'<th style="{cell}">{html.escape(c, quote=False)}</th>' for c in head)
+    trs = "".join(
+        "<tr>"
+        + "".join(f'<td style="{cell}">{html.escape(c, quote=False)}</td>' for c in row)
+        + "</tr>"
+        for row in body
+    )
+    return (
+        f'<table style="{TABLE_STYLE}"><caption style="text-align:left; font-weight:bold;">'
+        f"{html.escape(caption, quote=False)}</caption><tr>{th}</tr>{trs}</table>"
+    )
+
+
+def _lines(lines: list[str]) -> str:
+    body = "<br>".join(html.escape(line, quote=False) for line in lines)
+    return f'<div style="{TABLE_STYLE} margin-top: 8px;">{body}</div>'
+
+
+def _ok(text: str) -> str:
+    return f'<div style="color: #1a7f37; font-size: 15px;">{html.escape(text, quote=False)}</div>'
+
+
+def _error(text: str) -> str:
+    return (
+        '<div style="color: #b42318; font-size: 15px; font-weight: bold; '
+        f'border: 2px solid #b42318; padding: 6px;">✗ {html.escape(text, quote=False)}</div>'
+    )
+
+
+def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims: str) -> tuple:
+    """(name, shape, dims, ✓/✗) measured on the tensor itself."""
+    try:
+        check_shape(tensor, expected, name, dims=dims, echo=False)
+        mark = "✓"
+    except AssertionError:
+        mark = f"✗ expected {tuple(expected)}"
+    return (name, str(tuple(tensor.shape)), f"({', '.join(dims.split())})", mark)
+
+
+@lru_cache(maxsize=64)
+def _seeded_fused(d_model: int, seed: int) -> FusedMultiHeadAttention:
+    """The example's d_model x d_model matrices. They do not depend on h: changing h only cuts
+    them into heads differently. Cached, so moving the h slider does not draw new numbers."""
+    return init_weights_(FusedMultiHeadAttention(d_model, 1), seed=seed)
+
+
+def example_module(d_model: int, h: int, seed: int = 0) -> FusedMultiHeadAttention:
+    """The seeded example weights of width d_model, split into h heads (raises ValueError if h does
+    not divide d_model)."""
+    fused = FusedMultiHeadAttention(d_model, h)  # raises ValueError if h does not divide d_model
+    fused.load_state_dict(_seeded_fused(d_model, seed).state_dict())
+    return fused
+
+
+class _Panel(widgets.VBox):
+    """Message line, picture and table below the controls; `_render` does the work."""
+
+    def __init__(self, controls: list[widgets.Widget], table_width: str = "460px"):
+        self.message = widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width=IMAGE_WIDTH))
+        self.table = widgets.HTML(layout=widgets.Layout(width=table_width))
+        for control in controls:
+            control.observe(self.update, names="value")
+        super().__init__(
+            [widgets.HBox(controls), self.message, widgets.HBox([self.image, self.table])]
+        )
+        self.update()
+
+    def update(self, change=None) -> None:
+        """Redraw for the current control values; a failure becomes the message, not a traceback."""
+        try:
+            png, table, note = self._render()
+        except ValueError as err:  # an impossible combination: say why
+            stale = (
+                " The picture still shows the last setting that worked." if self.image.value else ""
+            )
+            self.message.value = _error(f"{err}{stale}")
+            return
+        except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
+            self.message.value = _error(f"Unexpected {type(err).__name__}: {err}")
+            return
+        self.image.value, self.table.value, self.message.value = png, table, _ok(note)
+
+    def _render(self) -> tuple[bytes, str, str]:
+        raise NotImplementedError
+
+
+def _h_slider(h: int) -> widgets.IntSlider:
+    return widgets.IntSlider(
+        value=h, min=1, max=16, description="h (heads)", continuous_update=True,
+        style={"description_width": "80px"},
+    )  # fmt: skip
+
+
+def _d_model_slider(d_model: int, high: int) -> widgets.IntSlider:
+    return widgets.IntSlider(
+        value=d_model, min=8, max=high, step=8, description="d_model", continuous_update=True,
+        style={"description_width": "80px"}, layout=widgets.Layout(width="420px"),
+    )  # fmt: skip
+
+
+class QueryExplorer(_Panel):
+    """Notebook 01: pick a query token; see its score row, its softmax row, and its output as the
+    weighted sum of the value rows, for one head `SelfAttention(d_model, d_k)`."""
+
+    def __init__(
+        self,
+        sentence: str = SENTENCE,
+        d_model: int = 16,
+        d_k: int = 8,
+        seed: int = 0,
+        gain: float = 1.0,
+    ):
+        self.words = tokens(sentence)
+        self.x = embed(self.words, d_model, seed=seed)  # (B, T, d_model)
+        self.head = init_weights_(SelfAttention(d_model, d_k), seed=seed, gain=gain)
+        self.query = widgets.ToggleButtons(
+            options=[(f"{i}: {w}", i) for i, w in enumerate(self.words)],
+            value=min(2, len(self.words) - 1),
+            description="query",
+            style={"button_width": "70px"},
+        )
+        super().__init__([self.query], table_width="520px")
+
+    def _render(self) -> tuple[bytes, str, str]:
+        t, T = self.query.value, len(self.words)
+        with torch.no_grad():
+            q, k, v = self.head.w_q(self.x)[0], self.head.w_k(self.x)[0], self.head.w_v(self.x)[0]
+            out, weights = self.head(self.x)  # (B, T, d_k), (B, T, T)
+            scores = attention_scores(q, k)  # (T, T)
+        d_k, word = self.head.d_k, self.words[t]
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(q[t], (d_k,), f"q[{t}]", "d_k"),
+            _shape_row(k, (T, d_k), "k", "T d_k"),
+            _shape_row(scores[t], (T,), f"scores[{t}]", "T"),
+            _shape_row(weights[0, t], (T,), f"weights[{t}]", "T"),
+            _shape_row(v, (T, d_k), "v", "T d_k"),
+            _shape_row(out[0, t], (d_k,), f"out[{t}]", "d_k"),
+        ]
+        checks = [
+            check_attention_rows(weights[0, t], f"weights[{t}]", echo=False),
+            check_close(weights[0, t] @ v, out[0, t], f"out[{t}] = weights[{t}] @ v", echo=False),
+        ]
+        fig = plots.query_breakdown(scores[t], weights[0, t], v, out[0, t], self.words, t)
+        table = _table(rows, f"query {t} ('{word}'), one head, d_k = {d_k}") + _lines(checks)
+        return plots.to_png(fig), table, f"query {t}: '{word}'"
+
+
+class HeadsExplorer(_Panel):
+    """Notebook 02: h heads, each with its own W_i^Q, W_i^K, W_i^V (d_model x d_k). Sliders for h
+    and d_model redraw all h attention maps and the table of every shape."""
+
+    def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 64, seed: int = 0):
+        self.words, self.seed = tokens(sentence), seed
+        self.h_slider = _h_slider(h)
+        self.d_model_slider = _d_model_slider(d_model, high=512)
+        super().__init__([self.h_slider, self.d_model_slider])
+
+    def _render(self) -> tuple[bytes, str, str]:
+        h, d_model = self.h_slider.value, self.d_model_slider.value
+        d_k = check_num_heads(d_model, h)  # ValueError -> the message says which h would work
+        T = len(self.words)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        per_head = split(example_module(d_model, h, self.seed))
+        with torch.no_grad():
+            out, weights = per_head(x)  # (B, T, d_model), (B, h, T, T)
+            head = per_head.heads[0]
+            q, k = head.w_q(x), head.w_k(x)  # (B, T, d_k)
+            scores = attention_scores(q, k)  # (B, T, T)
+            head_out, _ = head(x)  # (B, T, d_k)
+            concat = torch.cat([hd(x)[0] for hd in per_head.heads], dim=-1)  # (B, T, h * d_k)
+        rows = [("tensor", "shape", "dims", "check")]
+        rows.append(_shape_row(x, (1, T, d_model), "x", "B T d_model"))
+        for name in ("w_q", "w_k", "w_v"):
+            w = torch.stack([getattr(hd, name).weight.T for hd in per_head.heads])
+            letter = name[-1].upper()
+            rows.append(_shape_row(w[0], (d_model, d_k), f"W_i^{letter} (x·W)", "d_model d_k"))
+        rows += [
+            _shape_row(q, (1, T, d_k), "q_i", "B T d_k"),
+            _shape_row(scores, (1, T, T), "scores_i", "B T T"),
+            _shape_row(head_out, (1, T, d_k), "head_i", "B T d_k"),
+            _shape_row(concat, (1, T, d_model), "concat", "B T h·d_k"),
+            _shape_row(per_head.w_o.weight.T, (d_model, d_model), "W^O (x·W)", "h·d_k d_model"),
+            _shape_row(weights, (1, h, T, T), "weights", "B h T T"),
+            _shape_row(out, (1, T, d_model), "out", "B T d_model"),
+        ]
+        n_params = count_parameters(per_head)
+        counts = [
+            f"i = 0 .. {h - 1}: each head has its own W_i (shown: head 0)",
+            f"matrices: 3h + 1 = {3 * h + 1}",
+            f"parameters: 3·h·d_model·d_k + d_model² = {n_params:,}",
+            check_attention_rows(weights, echo=False),
+        ]
+        title = f"{h} heads: {h} softmaxes, {h} attention maps"
+        png = plots.heads_mosaic_png(weights[0], self.words, title)
+        table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(counts)
+        return png, table, f"h = {h} heads of d_k = {d_model} / {h} = {d_k}"
+
+
+class BlockMatrixExplorer(_Panel):
+    """Notebook 03: the h per-head W_i^Q side by side are one d_model x d_model W^Q. The h slider
+    redraws the block boundaries; the table checks the block product and fused == per-head."""
+
+    def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 32, seed: int = 0):
+        self.words, self.seed = tokens(sentence), seed
+        self.h_slider = _h_slider(h)
+        self.d_model_slider = _d_model_slider(d_model, high=128)
+        super().__init__([self.h_slider, self.d_model_slider])
+
+    def _render(self) -> tuple[bytes, str, str]:
+        h, d_model = self.h_slider.value, self.d_model_slider.value
+        d_k = check_num_heads(d_model, h)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        fused = example_module(d_model, h, self.seed)
+        per_head = split(fused)
+        with torch.no_grad():
+            w_q = fused.w_q.weight.T  # (d_model, d_model), the paper's layout: x @ W^Q
+            blocks = [hd.w_q.weight.T for hd in per_head.heads]  # h x (d_model, d_k)
+            side_by_side = torch.cat([x @ w for w in blocks], dim=-1)  # (B, T, d_model)
+            out, weights = per_head(x)
+            out_fused, weights_fused = fused(x)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(blocks[0], (d_model, d_k), "W_i^Q (x·W)", "d_model d_k"),
+            _shape_row(w_q, (d_model, d_model), "W^Q (x·W)", "d_model h·d_k"),
+            _shape_row(x @ w_q, (1, len(self.words), d_model), "x·W^Q", "B T h·d_k"),
+        ]
+        checks = [
+            check_close(torch.cat(blocks, dim=-1), w_q, "[W_0 … W_h-1] = W^Q", echo=False),
+            check_close(x @ w_q, side_by_side, "x·W^Q = [x·W_0 … x·W_h-1]", echo=False),
+            check_close(out_fused, out, "out: fused = per-head", echo=False),
+            check_close(weights_fused, weights, f"all {h} maps: fused = per-head", echo=False),
+            f"parameters: per-head {count_parameters(per_head):,}, "
+            f"fused {count_parameters(fused):,}",
+        ]
+        fig = plots.block_matrix(w_q, h)
+        table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(checks)
+        return plots.to_png(fig), table, f"W^Q cut into h = {h} blocks of d_k = {d_k} columns"
