@@ -8,11 +8,15 @@ pretrained model). Torch only.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import torch
 from torch import nn
 
-__all__ = ["SENTENCE", "tokens", "embed", "init_weights_"]
+from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
+from helpers.layouts import split
+
+__all__ = ["SENTENCE", "tokens", "embed", "init_weights_", "seeded_attention"]
 
 SENTENCE = "the cat sat on a warm mat"
 
@@ -52,3 +56,22 @@ def init_weights_(module: nn.Module, seed: int = 0, gain: float = 1.5) -> nn.Mod
             if layer.bias is not None:
                 layer.bias.zero_()
     return module
+
+
+@lru_cache(maxsize=64)
+def _seeded_matrices(d_model: int, seed: int) -> dict[str, torch.Tensor]:
+    return init_weights_(FusedMultiHeadAttention(d_model, 1), seed=seed).state_dict()
+
+
+def seeded_attention(
+    d_model: int, num_heads: int, seed: int = 0, per_head: bool = False
+) -> FusedMultiHeadAttention | PerHeadMultiHeadAttention:
+    """The course's example multi-head attention: seeded d_model x d_model matrices cut into
+    `num_heads` heads, as a fused module, or with per_head=True as h separate heads.
+
+    The matrices depend only on d_model and the seed, not on h: changing h cuts the same numbers
+    into heads differently, which is all that h changes.
+    """
+    fused = FusedMultiHeadAttention(d_model, num_heads)  # ValueError if num_heads does not divide
+    fused.load_state_dict(_seeded_matrices(d_model, seed))
+    return split(fused) if per_head else fused

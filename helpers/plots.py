@@ -22,6 +22,7 @@ from PIL import Image
 __all__ = [
     "ATTENTION_CMAP",
     "to_png",
+    "show",
     "attention_map",
     "heads_mosaic",
     "heads_mosaic_png",
@@ -46,6 +47,14 @@ def to_png(fig: Figure, dpi: int = 80) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def show(fig: Figure, dpi: int = 90) -> None:
+    """Display a figure in a notebook as a PNG (no pyplot involved, so nothing else is shown)."""
+    from IPython.display import Image as PNG
+    from IPython.display import display
+
+    display(PNG(to_png(fig, dpi=dpi)))
 
 
 def _matrix(t: torch.Tensor, rank: int, what: str) -> torch.Tensor:
@@ -182,7 +191,9 @@ def query_breakdown(
     scores, weights = _matrix(scores, 1, "scores row"), _matrix(weights, 1, "weights row")
     v, out = _matrix(v, 2, "v"), _matrix(out, 1, "out row")
     T, d_k = v.shape
-    fig = Figure(figsize=(12, 1.6 + 0.42 * T), layout="constrained")
+    # fixed margins: constrained layout would double the redraw time of this panel
+    fig = Figure(figsize=(12, 1.6 + 0.42 * T))
+    fig.subplots_adjust(left=0.06, right=0.95, bottom=0.8 / (1.6 + 0.42 * T), top=0.85, wspace=0.5)
     ax_s, ax_w, ax_v = fig.subplots(1, 3, width_ratios=[1, 1, 1.5])
     rows = range(T)
     ax_s.barh(rows, scores.numpy(), color="0.45")

@@ -11,22 +11,19 @@ and `.message.value`.
 from __future__ import annotations
 
 import html
-from functools import lru_cache
 
 import ipywidgets as widgets
 import torch
 
 from helpers import plots
 from helpers.attention import (
-    FusedMultiHeadAttention,
     SelfAttention,
     attention_scores,
     check_num_heads,
     count_parameters,
 )
 from helpers.checks import check_attention_rows, check_close, check_shape
-from helpers.examples import SENTENCE, embed, init_weights_, tokens
-from helpers.layouts import split
+from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
 
 __all__ = ["QueryExplorer", "HeadsExplorer", "BlockMatrixExplorer"]
 
@@ -75,21 +72,6 @@ def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims:
     except AssertionError:
         mark = f"✗ expected {tuple(expected)}"
     return (name, str(tuple(tensor.shape)), f"({', '.join(dims.split())})", mark)
-
-
-@lru_cache(maxsize=64)
-def _seeded_fused(d_model: int, seed: int) -> FusedMultiHeadAttention:
-    """The example's d_model x d_model matrices. They do not depend on h: changing h only cuts
-    them into heads differently. Cached, so moving the h slider does not draw new numbers."""
-    return init_weights_(FusedMultiHeadAttention(d_model, 1), seed=seed)
-
-
-def example_module(d_model: int, h: int, seed: int = 0) -> FusedMultiHeadAttention:
-    """The seeded example weights of width d_model, split into h heads (raises ValueError if h does
-    not divide d_model)."""
-    fused = FusedMultiHeadAttention(d_model, h)  # raises ValueError if h does not divide d_model
-    fused.load_state_dict(_seeded_fused(d_model, seed).state_dict())
-    return fused
 
 
 class _Panel(widgets.VBox):
@@ -202,7 +184,7 @@ class HeadsExplorer(_Panel):
         d_k = check_num_heads(d_model, h)  # ValueError -> the message says which h would work
         T = len(self.words)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
-        per_head = split(example_module(d_model, h, self.seed))
+        per_head = seeded_attention(d_model, h, self.seed, per_head=True)
         with torch.no_grad():
             out, weights = per_head(x)  # (B, T, d_model), (B, h, T, T)
             head = per_head.heads[0]
@@ -252,8 +234,8 @@ class BlockMatrixExplorer(_Panel):
         h, d_model = self.h_slider.value, self.d_model_slider.value
         d_k = check_num_heads(d_model, h)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
-        fused = example_module(d_model, h, self.seed)
-        per_head = split(fused)
+        fused = seeded_attention(d_model, h, self.seed)
+        per_head = seeded_attention(d_model, h, self.seed, per_head=True)
         with torch.no_grad():
             w_q = fused.w_q.weight.T  # (d_model, d_model), the paper's layout: x @ W^Q
             blocks = [hd.w_q.weight.T for hd in per_head.heads]  # h x (d_model, d_k)
