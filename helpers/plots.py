@@ -228,27 +228,26 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q") -> Figure:
     w = _matrix(weight, 2, "block_matrix takes one (d_model, d_model) matrix")
     d_in, d_out = w.shape
     d_k = d_out // h
-    fig = Figure(figsize=(7.2, 6.2), layout="constrained")
+    fig = Figure(figsize=(7.2, 6.2))  # fixed margins: constrained layout is slow on a slider
+    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.09, top=0.86)
     ax = fig.add_subplot()
     limit = float(w.abs().max()) or 1.0
     ax.imshow(w.numpy(), cmap="gray", vmin=-limit, vmax=limit, interpolation="nearest")
-    symbol, sup = name.split("^") if "^" in name else (name, "")
+    subscript = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    symbol = name.split("^")[0]
     for i in range(h):
         colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
         left = i * d_k - 0.5
         ax.add_patch(Rectangle((left, -0.5), d_k, d_in, facecolor=colour, alpha=0.4, lw=0))
         ax.axvline(left, color="black", lw=1.5)
-        if h <= 16:
-            label = f"${symbol}^{{{sup}}}_{{{i}}}$" if sup else f"${symbol}_{{{i}}}$"
-            ax.text(
-                left + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT, color=colour
-            )
+        # plain-text labels (W₀, W₁, ...): mathtext would cost ~4 ms each on every redraw
+        label = f"{symbol}{str(i).translate(subscript)}"
+        ax.text(left + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT, color=colour)
     ax.axvline(d_out - 0.5, color="black", lw=1.5)
     ax.set_xlabel(f"output feature (d_model = {d_out} = h × d_k = {h} × {d_k})", fontsize=FONT)
     ax.set_ylabel(f"input feature (d_model = {d_in})", fontsize=FONT)
-    label = f"${symbol}^{{{sup}}}$" if sup else f"${symbol}$"
     ax.set_title(
-        f"{label} as x·W ({d_in} × {d_out}): {h} blocks of {d_k} columns, one per head",
+        f"{name} as x·W ({d_in} × {d_out}): {h} blocks of {d_k} columns, one per head",
         fontsize=FONT + 1,
         pad=26,
     )
