@@ -192,8 +192,8 @@ def query_breakdown(
     v, out = _matrix(v, 2, "v"), _matrix(out, 1, "out row")
     T, d_k = v.shape
     # fixed margins: constrained layout would double the redraw time of this panel
-    fig = Figure(figsize=(12, 1.6 + 0.42 * T))
-    fig.subplots_adjust(left=0.06, right=0.95, bottom=0.8 / (1.6 + 0.42 * T), top=0.85, wspace=0.5)
+    fig = Figure(figsize=(10, 1.6 + 0.42 * T))  # 800 px at 80 dpi
+    fig.subplots_adjust(left=0.07, right=0.94, bottom=0.8 / (1.6 + 0.42 * T), top=0.85, wspace=0.55)
     ax_s, ax_w, ax_v = fig.subplots(1, 3, width_ratios=[1, 1, 1.5])
     rows = range(T)
     ax_s.barh(rows, scores.numpy(), color="0.45")
@@ -208,7 +208,7 @@ def query_breakdown(
     ax_w.invert_yaxis()
     for i in rows:
         ax_w.text(float(weights[i]) + 0.02, i, f"{float(weights[i]):.2f}", va="center", fontsize=9)
-    ax_w.set_title(f"2. softmax: weights sum to {float(weights.sum()):.2f}", fontsize=FONT)
+    ax_w.set_title(f"2. softmax → weights\n(they sum to {float(weights.sum()):.2f})", fontsize=FONT)
     grid = torch.cat([v, torch.full((1, d_k), float("nan")), out.view(1, d_k)])  # (T + 2, d_k)
     limit = float(grid.nan_to_num(0).abs().max()) or 1.0
     cmap = matplotlib.colormaps["RdBu_r"].copy()
@@ -217,7 +217,7 @@ def query_breakdown(
     labels = [f"{float(weights[i]):.2f} × v({words[i]})" for i in rows] + ["", "out = Σ"]
     ax_v.set_yticks(range(T + 2), labels, fontsize=FONT - 1)
     ax_v.set_xlabel("feature (d_k)", fontsize=FONT)
-    ax_v.set_title(f"3. output of '{words[query]}': weighted sum of value rows", fontsize=FONT)
+    ax_v.set_title(f"3. output of '{words[query]}':\nweighted sum of value rows", fontsize=FONT)
     fig.colorbar(image, ax=ax_v, label="value")
     return fig
 

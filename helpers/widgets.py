@@ -27,14 +27,13 @@ from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, t
 
 __all__ = ["QueryExplorer", "HeadsExplorer", "BlockMatrixExplorer"]
 
-IMAGE_WIDTH = "660px"
 TABLE_STYLE = "font-family: monospace; font-size: 14px; border-collapse: collapse;"
 
 
 def _table(rows: list[tuple[str, ...]], caption: str) -> str:
     """An HTML table of strings; the first row is the header."""
     head, *body = rows
-    cell = "padding: 2px 10px; text-align: left;"
+    cell = "padding: 2px 10px; text-align: left; white-space: nowrap;"
     th = "".join(f'<th style="{cell}">{html.escape(c, quote=False)}</th>' for c in head)
     trs = "".join(
         "<tr>"
@@ -77,15 +76,15 @@ def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims:
 class _Panel(widgets.VBox):
     """Message line, picture and table below the controls; `_render` does the work."""
 
-    def __init__(self, controls: list[widgets.Widget], table_width: str = "460px"):
+    def __init__(self, controls: list[widgets.Widget]):
         self.message = widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=IMAGE_WIDTH))
-        self.table = widgets.HTML(layout=widgets.Layout(width=table_width))
+        self.image = widgets.Image(format="png")
+        self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
         for control in controls:
             control.observe(self.update, names="value")
-        super().__init__(
-            [widgets.HBox(controls), self.message, widgets.HBox([self.image, self.table])]
-        )
+        # the table sits beside the picture, or below it when the screen is too narrow
+        below = widgets.HBox([self.image, self.table], layout=widgets.Layout(flex_flow="row wrap"))
+        super().__init__([widgets.HBox(controls), self.message, below])
         self.update()
 
     def update(self, change=None) -> None:
@@ -101,6 +100,8 @@ class _Panel(widgets.VBox):
         except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
             self.message.value = _error(f"Unexpected {type(err).__name__}: {err}")
             return
+        # a fixed width, the PNG's own (bytes 16-19 of its header), so it shows sharp and unscaled
+        self.image.layout.width = f"{int.from_bytes(png[16:20], 'big')}px"
         self.image.value, self.table.value, self.message.value = png, table, _ok(note)
 
     def _render(self) -> tuple[bytes, str, str]:
@@ -140,9 +141,9 @@ class QueryExplorer(_Panel):
             options=[(f"{i}: {w}", i) for i, w in enumerate(self.words)],
             value=min(2, len(self.words) - 1),
             description="query",
-            style={"button_width": "70px"},
+            style={"button_width": "auto"},
         )
-        super().__init__([self.query], table_width="520px")
+        super().__init__([self.query])
 
     def _render(self) -> tuple[bytes, str, str]:
         t, T = self.query.value, len(self.words)

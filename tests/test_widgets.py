@@ -106,3 +106,10 @@ def test_every_head_count_up_to_16_draws(tmp_path):
     assert heights[16] > heights[12] > heights[8] > heights[4]
     pixels = np.asarray(Image.open(io.BytesIO(bytes(panel.image.value))))
     assert pixels.std() > 10  # a picture, not a blank
+
+
+def test_the_picture_is_shown_at_its_own_pixel_width():
+    panel = HeadsExplorer(h=1, d_model=64)
+    for h in (1, 2, 16):
+        panel.h_slider.value = h
+        assert panel.image.layout.width == f"{size(panel.image.value)[0]}px"
