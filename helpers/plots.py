@@ -28,6 +28,7 @@ __all__ = [
     "heads_mosaic_png",
     "query_breakdown",
     "block_matrix",
+    "loss_curves",
     "parameter_counts",
 ]
 
@@ -89,9 +90,14 @@ def attention_map(
 
 
 def heads_mosaic(
-    weights: torch.Tensor, words: list[str], title: str, cols: int | None = None
+    weights: torch.Tensor,
+    words: list[str],
+    title: str,
+    cols: int | None = None,
+    titles: list[str] | None = None,
 ) -> Figure:
-    """All h maps (h, T, T) as tiles of one image in one axes (fast to redraw), head i titled."""
+    """All h maps (h, T, T) as tiles of one image in one axes (fast to redraw), tile i titled
+    `titles[i]` (default: head i)."""
     w = _matrix(weights, 3, "heads_mosaic takes (h, T, T) maps")
     h, T, _ = w.shape
     cols = cols or min(h, 4)
@@ -118,7 +124,8 @@ def heads_mosaic(
     for i in range(h):
         r, c = divmod(i, cols)
         x_mid = c * (T + gap) + (T - 1) / 2
-        ax.text(x_mid, r * (T + gap) - 0.7, f"head {i}", ha="center", va="bottom", fontsize=FONT)
+        label = titles[i] if titles else f"head {i}"
+        ax.text(x_mid, r * (T + gap) - 0.7, label, ha="center", va="bottom", fontsize=FONT)
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
@@ -141,10 +148,14 @@ def _tile(w: torch.Tensor, cols: int, gap: int) -> torch.Tensor:
 
 
 @lru_cache(maxsize=64)
-def _mosaic_frame(h: int, words: tuple[str, ...], title: str, dpi: int):
+def _mosaic_frame(
+    h: int, words: tuple[str, ...], title: str, dpi: int, titles: tuple[str, ...] | None, cols: int
+):
     """Render the mosaic's frame once per layout: RGBA pixels and where the tiles go."""
     T = len(words)
-    fig = heads_mosaic(torch.zeros(h, T, T), list(words), title)
+    fig = heads_mosaic(
+        torch.zeros(h, T, T), list(words), title, cols=cols, titles=titles and list(titles)
+    )
     agg = FigureCanvasAgg(fig)
     fig.set_dpi(dpi)
     agg.draw()
@@ -156,7 +167,14 @@ def _mosaic_frame(h: int, words: tuple[str, ...], title: str, dpi: int):
     return frame, (y0, y1, x0, x1)
 
 
-def heads_mosaic_png(weights: torch.Tensor, words: list[str], title: str, dpi: int = 80) -> bytes:
+def heads_mosaic_png(
+    weights: torch.Tensor,
+    words: list[str],
+    title: str,
+    dpi: int = 80,
+    titles: list[str] | None = None,
+    cols: int | None = None,
+) -> bytes:
     """`heads_mosaic` as PNG bytes, fast enough for a slider (about 15 ms at h = 16).
 
     Matplotlib spends most of a redraw on the word labels, which depend only on h and the words;
@@ -164,8 +182,11 @@ def heads_mosaic_png(weights: torch.Tensor, words: list[str], title: str, dpi: i
     """
     w = _matrix(weights, 3, "heads_mosaic_png takes (h, T, T) maps")
     h, T, _ = w.shape
-    frame, (y0, y1, x0, x1) = _mosaic_frame(h, tuple(words), title, dpi)
-    canvas = _tile(w.clamp(0, 1), min(h, 4), 1 if T < 10 else 2).numpy()
+    cols = cols or min(h, 4)
+    frame, (y0, y1, x0, x1) = _mosaic_frame(
+        h, tuple(words), title, dpi, titles and tuple(titles), cols
+    )
+    canvas = _tile(w.clamp(0, 1), cols, 1 if T < 10 else 2).numpy()
     rgb = _cmap()(np.ma.masked_invalid(canvas), bytes=True)[..., :3]  # (rows, cols, 3)
     # nearest-neighbour upsampling: which canvas cell each pixel of the image area shows
     pick_rows = ((np.arange(y1 - y0) + 0.5) * canvas.shape[0] / (y1 - y0)).astype(int)
@@ -279,4 +300,19 @@ def parameter_counts(
     ax.set_title(f"Parameters against h at d_model = {d_model}", fontsize=FONT + 1)
     ax.legend(fontsize=FONT - 1, loc="lower right")
     ax.grid(alpha=0.3)
+    return fig
+
+
+def loss_curves(curves: dict[str, list[float]], title: str) -> Figure:
+    """Training loss against step, one line per label."""
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    for (label, losses), colour in zip(curves.items(), HEAD_COLOURS):
+        ax.plot(range(1, len(losses) + 1), losses, color=colour, lw=2, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("training step", fontsize=FONT)
+    ax.set_ylabel("loss (cross-entropy, log scale)", fontsize=FONT)
+    ax.set_title(title, fontsize=FONT + 1)
+    ax.legend(fontsize=FONT)
+    ax.grid(alpha=0.3, which="both")
     return fig

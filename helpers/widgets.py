@@ -21,11 +21,12 @@ from helpers.attention import (
     attention_scores,
     check_num_heads,
     count_parameters,
+    split_heads,
 )
 from helpers.checks import check_attention_rows, check_close, check_shape
 from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
 
-__all__ = ["QueryExplorer", "HeadsExplorer", "BlockMatrixExplorer"]
+__all__ = ["QueryExplorer", "HeadsExplorer", "BlockMatrixExplorer", "OneVsManyExplorer"]
 
 TABLE_STYLE = "font-family: monospace; font-size: 14px; border-collapse: collapse;"
 
@@ -260,3 +261,54 @@ class BlockMatrixExplorer(_Panel):
         fig = plots.block_matrix(w_q, h)
         table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(checks)
         return plots.to_png(fig), table, f"W^Q cut into h = {h} blocks of d_k = {d_k} columns"
+
+
+class OneVsManyExplorer(_Panel):
+    """Notebook 04: the same d_model x d_model W^Q, W^K, W^V used as one head (one softmax over
+    all of d_model) and as h heads (h softmaxes). The h slider redraws the one map beside the h."""
+
+    def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 48, seed: int = 0):
+        self.words, self.seed, self.d_model = tokens(sentence), seed, d_model
+        self.h_slider = _h_slider(h)
+        super().__init__([self.h_slider])
+
+    def _render(self) -> tuple[bytes, str, str]:
+        h, d_model = self.h_slider.value, self.d_model
+        d_k = check_num_heads(d_model, h)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        one = seeded_attention(d_model, 1, self.seed)
+        many = seeded_attention(d_model, h, self.seed)  # the same matrices, cut into h heads
+        with torch.no_grad():
+            q, k = many.w_q(x), many.w_k(x)  # (B, T, d_model): identical for both
+            scores_one = attention_scores(q, k)  # (B, T, T), scaled by √d_model
+            scores_heads = attention_scores(split_heads(q, h), split_heads(k, h))  # (B, h, T, T)
+            out_one, weights_one = one(x)
+            out_many, weights_many = many(x)
+        gap = float((out_one - out_many).abs().max())
+        lines = [
+            check_close(one.w_q.weight, many.w_q.weight, "the same W^Q", echo=False),
+            check_close(one.w_q(x), q, "so the same q (and k, v)", echo=False),
+            check_close(
+                scores_one,
+                scores_heads.sum(1) / h**0.5,
+                "one score = Σ_i head-i score / √h",
+                echo=False,
+            ),
+            f"1 softmax vs {h}: max |out_one − out_{h}| = {gap:.3g}",
+            f"parameters: {count_parameters(one):,} both",
+        ]
+        maps = torch.cat([weights_one[0], weights_many[0]])  # (1 + h, T, T)
+        titles = ["ONE head"] + [f"head {i}" for i in range(h)]
+        title = f"the same matrices as 1 head and as {h} heads"
+        png = plots.heads_mosaic_png(maps, self.words, title, titles=titles, cols=min(h + 1, 5))
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(
+                scores_one, (1, len(self.words), len(self.words)), "scores, 1 head", "B T T"
+            ),
+            _shape_row(
+                scores_heads, (1, h, len(self.words), len(self.words)), "scores, h", "B h T T"
+            ),
+        ]
+        table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
+        return png, table, f"{h} heads of d_k = {d_k} vs one head of d_model = {d_model}"

@@ -113,3 +113,22 @@ def test_the_picture_is_shown_at_its_own_pixel_width():
     for h in (1, 2, 16):
         panel.h_slider.value = h
         assert panel.image.layout.width == f"{size(panel.image.value)[0]}px"
+
+
+def test_one_vs_many_explorer_shows_one_map_beside_h_and_checks_the_score_identity():
+    from helpers.widgets import OneVsManyExplorer
+
+    panel = OneVsManyExplorer(h=4, d_model=48)
+    before = panel.image.value
+    assert "✓ one score = Σ_i head-i score / √h: equal within atol 1e-05" in panel.table.value
+    assert "✓ the same W^Q" in panel.table.value and "parameters: 9,216 both" in panel.table.value
+    panel.h_slider.value = 1  # one head either way: the outputs are identical
+    assert "max |out_one − out_1| = 0" in panel.table.value
+    panel.h_slider.value = 8
+    assert panel.image.value != before and "(1, 8, 7, 7)" in panel.table.value
+    gap = float(panel.table.value.split("max |out_one − out_8| = ")[1].split("<")[0])
+    assert gap > 0.1
+    panel.h_slider.value = 5
+    assert "Head counts that work for d_model=48: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48." in (
+        panel.message.value
+    )
