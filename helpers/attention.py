@@ -195,17 +195,20 @@ class SelfAttention(nn.Module):
 class PerHeadMultiHeadAttention(nn.Module):
     """h heads, each a `SelfAttention` with its own W_i^Q, W_i^K, W_i^V (d_model -> d_k), then w_o.
 
-    This is the paper's picture written literally: a Python loop over heads.
+    This is the paper's picture written literally: a Python loop over heads. `d_k` defaults to
+    d_model / num_heads; another d_k also works, with w_o mapping h·d_k features back to d_model.
     """
 
-    def __init__(self, d_model: int, num_heads: int, bias: bool = False):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = False, d_k: int | None = None):
         super().__init__()
-        self.d_k = check_num_heads(d_model, num_heads)
-        self.d_model, self.num_heads = d_model, num_heads
-        self.heads = nn.ModuleList(
-            SelfAttention(d_model, self.d_k, bias=bias) for _ in range(num_heads)
-        )
-        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        if d_k is None:
+            d_k = check_num_heads(d_model, num_heads)
+        _check_positive("d_model", d_model)
+        _check_positive("num_heads", num_heads)
+        _check_positive("d_k", d_k)
+        self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_k
+        self.heads = nn.ModuleList(SelfAttention(d_model, d_k, bias=bias) for _ in range(num_heads))
+        self.w_o = nn.Linear(num_heads * d_k, d_model, bias=bias)  # (h·d_k) -> d_model
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
@@ -218,7 +221,7 @@ class PerHeadMultiHeadAttention(nn.Module):
         # (1) each head projects x and attends on its own
         outs, weights = zip(*(head(x, mask) for head in self.heads))  # h x (B, T, d_k), (B, T, T)
         # (2) concatenate the heads' outputs, (3) mix them with w_o
-        concat = torch.cat(outs, dim=-1)  # (B, T, h * d_k) = (B, T, d_model)
+        concat = torch.cat(outs, dim=-1)  # (B, T, h * d_k), usually (B, T, d_model)
         return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T, d_model), (B, h, T, T)
 
 

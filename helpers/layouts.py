@@ -40,6 +40,12 @@ def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
         raise ValueError(
             f"fuse() takes a PerHeadMultiHeadAttention; got {type(per_head).__name__}."
         )
+    if per_head.num_heads * per_head.d_k != per_head.d_model:
+        raise ValueError(
+            f"fuse() needs h·d_k = d_model to stack the heads into d_model x d_model matrices; got "
+            f"h·d_k = {per_head.num_heads}·{per_head.d_k} = {per_head.num_heads * per_head.d_k} "
+            f"and d_model = {per_head.d_model}."
+        )
     fused = FusedMultiHeadAttention(per_head.d_model, per_head.num_heads, bias=_has_bias(per_head))
     fused = _like(fused, per_head)
     for name in _PROJECTIONS:

@@ -276,29 +276,33 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q") -> Figure:
 
 
 def parameter_counts(
-    head_counts: list[int], per_head: list[int], fused: list[int], d_model: int
+    series: dict[str, tuple[list[int], list[int]]],
+    title: str,
+    highlight: int | None = None,
+    log_x: bool = False,
 ) -> Figure:
-    """Parameters of the per-head and fused modules against h, for one d_model."""
-    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    """Parameters against the number of heads h: one line per label, each (head counts, counts).
+    `highlight` marks the current h."""
+    fig = Figure(figsize=(7, 3.6))  # fixed margins: this is redrawn by a slider
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.9)
     ax = fig.add_subplot()
-    ax.plot(
-        head_counts, fused, "-", color="tab:blue", lw=3, label="fused: 4 Linear(d_model, d_model)"
-    )
-    ax.plot(
-        head_counts,
-        per_head,
-        "o",
-        color="tab:orange",
-        ms=8,
-        label="per-head: 3h Linear(d_model, d_k) + W^O",
-    )
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=FONT)
-    ax.set_ylim(0, max(fused) * 1.3)
-    ax.set_xlabel("number of heads h (d_k = d_model / h)", fontsize=FONT)
+    top = 0
+    for i, ((label, (hs, counts)), colour) in enumerate(zip(series.items(), HEAD_COLOURS)):
+        style = "-" if i == 0 else "o--"
+        ax.plot(hs, counts, style, color=colour, lw=5 if i == 0 else 2, ms=8, label=label)
+        top = max(top, *counts)
+    if highlight is not None:
+        ax.axvline(highlight, color="0.3", ls=":", lw=1.5)
+        ax.text(highlight, top * 1.2, f" h = {highlight}", va="top", fontsize=FONT - 1)
+    if log_x:
+        ax.set_xscale("log", base=2)
+    ticks = sorted({h for hs, _ in series.values() for h in hs})
+    ax.set_xticks(ticks, [str(h) for h in ticks], fontsize=FONT - 1)
+    ax.set_ylim(0, top * 1.3)
+    ax.set_xlabel("number of heads h", fontsize=FONT)
     ax.set_ylabel("parameters", fontsize=FONT)
-    ax.set_title(f"Parameters against h at d_model = {d_model}", fontsize=FONT + 1)
-    ax.legend(fontsize=FONT - 1, loc="lower right")
+    ax.set_title(title, fontsize=FONT + 1)
+    ax.legend(fontsize=FONT - 1, loc="upper left")
     ax.grid(alpha=0.3)
     return fig
 

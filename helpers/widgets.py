@@ -17,16 +17,24 @@ import torch
 
 from helpers import plots
 from helpers.attention import (
+    PerHeadMultiHeadAttention,
     SelfAttention,
     attention_scores,
     check_num_heads,
     count_parameters,
     split_heads,
+    valid_head_counts,
 )
 from helpers.checks import check_attention_rows, check_close, check_shape
 from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
 
-__all__ = ["QueryExplorer", "HeadsExplorer", "BlockMatrixExplorer", "OneVsManyExplorer"]
+__all__ = [
+    "QueryExplorer",
+    "HeadsExplorer",
+    "BlockMatrixExplorer",
+    "OneVsManyExplorer",
+    "ParameterExplorer",
+]
 
 TABLE_STYLE = "font-family: monospace; font-size: 14px; border-collapse: collapse;"
 
@@ -312,3 +320,49 @@ class OneVsManyExplorer(_Panel):
         ]
         table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
         return png, table, f"{h} heads of d_k = {d_k} vs one head of d_model = {d_model}"
+
+
+class ParameterExplorer(_Panel):
+    """Notebook 05: heads of any width d_k, with W^O mapping h·d_k back to d_model. Sliders for h
+    and d_k; the plot shows the parameter count against h for this d_k and for d_k = d_model / h."""
+
+    def __init__(self, h: int = 4, d_k: int = 16, d_model: int = 64, seed: int = 0):
+        self.d_model, self.seed, self.words = d_model, seed, tokens(SENTENCE)
+        self.h_slider = _h_slider(h)
+        self.d_k_slider = widgets.IntSlider(
+            value=d_k, min=1, max=d_model, description="d_k", style={"description_width": "80px"}
+        )
+        super().__init__([self.h_slider, self.d_k_slider])
+
+    def _render(self) -> tuple[bytes, str, str]:
+        h, d_k, d_model = self.h_slider.value, self.d_k_slider.value, self.d_model
+        T = len(self.words)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        mha = PerHeadMultiHeadAttention(d_model, h, d_k=d_k)
+        with torch.no_grad():
+            out, _ = mha(x)  # (B, T, d_model)
+            concat = torch.cat([head(x)[0] for head in mha.heads], dim=-1)  # (B, T, h * d_k)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(mha.heads[0].w_q.weight.T, (d_model, d_k), "W_i^Q (x·W)", "d_model d_k"),
+            _shape_row(concat, (1, T, h * d_k), "concat", "B T h·d_k"),
+            _shape_row(mha.w_o.weight.T, (h * d_k, d_model), "W^O (x·W)", "h·d_k d_model"),
+            _shape_row(out, (1, T, d_model), "out", "B T d_model"),
+        ]
+        n_params = count_parameters(mha)
+        tied = "= d_model" if h * d_k == d_model else f"≠ d_model = {d_model}"
+        lines = [
+            f"h·d_k = {h}·{d_k} = {h * d_k} {tied}",
+            f"parameters: 4·h·d_k·d_model = {n_params:,}",
+            f"with d_k = d_model / h it is always 4·d_model² = {4 * d_model**2:,}",
+        ]
+        hs = list(range(1, 17))
+        fixed = [count_parameters(PerHeadMultiHeadAttention(d_model, n, d_k=d_k)) for n in hs]
+        tied_hs = [n for n in valid_head_counts(d_model) if n <= 16]
+        series = {
+            f"d_k = {d_k} for every h": (hs, fixed),
+            "d_k = d_model / h": (tied_hs, [4 * d_model**2] * len(tied_hs)),
+        }
+        fig = plots.parameter_counts(series, f"parameters at d_model = {d_model}", highlight=h)
+        table = _table(rows, f"h = {h}, d_k = {d_k}, d_model = {d_model}") + _lines(lines)
+        return plots.to_png(fig), table, f"{h} heads of d_k = {d_k}: {n_params:,} parameters"

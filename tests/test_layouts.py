@@ -194,3 +194,17 @@ def test_from_torch_rejects_what_the_course_modules_cannot_hold():
         ValueError, match="fuse\\(\\) takes a PerHeadMultiHeadAttention; got FusedMulti"
     ):
         fuse(FusedMultiHeadAttention(8, 2))
+
+
+def test_heads_of_any_width_map_back_to_d_model_but_do_not_fuse():
+    mha = PerHeadMultiHeadAttention(12, 5, d_k=7)  # h·d_k = 35 != d_model = 12
+    out, weights = mha(torch.randn(2, 4, 12))
+    assert out.shape == (2, 4, 12) and weights.shape == (2, 5, 4, 4)
+    assert mha.w_o.weight.shape == (12, 35)  # nn.Linear layout: (d_model, h·d_k)
+    assert count_parameters(mha) == 4 * 5 * 7 * 12
+    with pytest.raises(
+        ValueError, match=r"fuse\(\) needs h·d_k = d_model.*5·7 = 35 and d_model = 12"
+    ):
+        fuse(mha)
+    with pytest.raises(ValueError, match="d_k must be a positive whole number"):
+        PerHeadMultiHeadAttention(12, 5, d_k=0)

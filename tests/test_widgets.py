@@ -132,3 +132,19 @@ def test_one_vs_many_explorer_shows_one_map_beside_h_and_checks_the_score_identi
     assert "Head counts that work for d_model=48: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48." in (
         panel.message.value
     )
+
+
+def test_parameter_explorer_follows_h_and_d_k():
+    from helpers.widgets import ParameterExplorer
+
+    panel = ParameterExplorer(h=4, d_k=16, d_model=64)
+    assert "h·d_k = 4·16 = 64 = d_model" in panel.table.value
+    assert "parameters: 4·h·d_k·d_model = 16,384" in panel.table.value
+    before = panel.image.value
+    panel.h_slider.value = 8
+    assert "h·d_k = 8·16 = 128 ≠ d_model = 64" in panel.table.value
+    assert "32,768" in panel.table.value and "(128, 64)" in panel.table.value  # W^O (x·W)
+    assert panel.image.value != before
+    panel.d_k_slider.value = 3
+    assert "(24, 64)" in panel.table.value and "4,608" in panel.table.value
+    assert "✗" not in panel.message.value + panel.table.value
