@@ -146,5 +146,5 @@ def test_parameter_explorer_follows_h_and_d_k():
     assert "32,768" in panel.table.value and "(128, 64)" in panel.table.value  # W^O (x·W)
     assert panel.image.value != before
     panel.d_k_slider.value = 3
-    assert "(24, 64)" in panel.table.value and "4,608" in panel.table.value
+    assert "(24, 64)" in panel.table.value and "6,144" in panel.table.value  # 4·8·3·64
     assert "✗" not in panel.message.value + panel.table.value
