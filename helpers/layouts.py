@@ -18,7 +18,7 @@ from torch import nn
 
 from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
 
-__all__ = ["fuse", "split", "from_torch", "to_torch"]
+__all__ = ["fuse", "split", "from_torch", "to_torch", "to_qkv", "from_qkv"]
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
 
@@ -126,3 +126,46 @@ def to_torch(fused: FusedMultiHeadAttention) -> nn.MultiheadAttention:
         mha.in_proj_bias.copy_(torch.cat([getattr(fused, n).bias for n in _PROJECTIONS], dim=0))
         mha.out_proj.bias.copy_(fused.w_o.bias)
     return mha
+
+
+@torch.no_grad()
+def to_qkv(fused: FusedMultiHeadAttention) -> nn.Linear:
+    """The GPT-style single projection: one `Linear(d_model, 3 d_model)` whose output splits into
+    q, k, v (`qkv(x).split(d_model, dim=-1)`). Its (3 d_model, d_model) weight is W^Q, W^K, W^V
+    stacked as rows, so head i's W_i^Q is rows i*d_k .. (i+1)*d_k. W^O stays separate."""
+    if not isinstance(fused, FusedMultiHeadAttention):
+        raise ValueError(f"to_qkv() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
+    d_model = fused.d_model
+    qkv = _like(nn.Linear(d_model, 3 * d_model, bias=_has_bias(fused)), fused)
+    qkv.weight.copy_(torch.cat([getattr(fused, n).weight for n in _PROJECTIONS]))  # (3 d, d)
+    if qkv.bias is not None:
+        qkv.bias.copy_(torch.cat([getattr(fused, n).bias for n in _PROJECTIONS]))  # (3 d,)
+    return qkv
+
+
+@torch.no_grad()
+def from_qkv(qkv: nn.Linear, w_o: nn.Linear, num_heads: int) -> FusedMultiHeadAttention:
+    """A `FusedMultiHeadAttention` from a GPT-style `Linear(d_model, 3 d_model)` and its W^O."""
+    d_model = qkv.in_features
+    if qkv.out_features != 3 * d_model:
+        raise ValueError(
+            f"qkv must be Linear(d_model, 3·d_model); got Linear({qkv.in_features}, "
+            f"{qkv.out_features}). Its output is split into q, k, v of d_model = "
+            f"{d_model} features each."
+        )
+    if (w_o.in_features, w_o.out_features) != (d_model, d_model):
+        raise ValueError(
+            f"w_o must be Linear(d_model, d_model) = Linear({d_model}, {d_model}); got "
+            f"Linear({w_o.in_features}, {w_o.out_features})."
+        )
+    bias = qkv.bias is not None
+    if (w_o.bias is not None) != bias:
+        raise ValueError("qkv and w_o must both have biases or both have none.")
+    fused = _like(FusedMultiHeadAttention(d_model, num_heads, bias=bias), qkv)
+    for name, weight in zip(_PROJECTIONS, qkv.weight.split(d_model, dim=0)):
+        getattr(fused, name).weight.copy_(weight)
+    if bias:
+        for name, b in zip(_PROJECTIONS, qkv.bias.split(d_model)):
+            getattr(fused, name).bias.copy_(b)
+    fused.w_o.load_state_dict(w_o.state_dict())
+    return fused

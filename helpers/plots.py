@@ -29,6 +29,8 @@ __all__ = [
     "query_breakdown",
     "block_matrix",
     "loss_curves",
+    "qkv_layouts",
+    "masks_and_maps",
     "parameter_counts",
 ]
 
@@ -319,4 +321,76 @@ def loss_curves(curves: dict[str, list[float]], title: str) -> Figure:
     ax.set_title(title, fontsize=FONT + 1)
     ax.legend(fontsize=FONT)
     ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
+    """Three layouts of the same numbers, in nn.Linear's (out, in) layout and at one scale: a
+    GPT-style (3 d_model, d_model) qkv weight, its W^Q rows, one head's W_i^Q. Colours = heads."""
+    w = _matrix(qkv_weight, 2, "qkv_layouts takes the (3 d_model, d_model) weight")
+    d_model = w.shape[1]
+    d_k = d_model // h
+    limit = float(w.abs().max()) or 1.0
+    fig = Figure(figsize=(12, 6.2))
+    fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08, top=0.86, wspace=0.45)
+    axes = fig.subplots(1, 3, width_ratios=[1, 1, 1], height_ratios=[1])
+    pieces = [
+        (w, "GPT-style qkv.weight\n(3·d_model, d_model)"),
+        (w[:d_model], "W^Q = rows 0 .. d_model\n(d_model, d_model)"),
+        (
+            w[head * d_k : (head + 1) * d_k],
+            f"head {head}: W_{head}^Q\n(d_k, d_model) = ({d_k}, {d_model})",
+        ),
+    ]
+    for ax, (matrix, title) in zip(axes, pieces):
+        ax.imshow(matrix.numpy(), cmap="gray", vmin=-limit, vmax=limit, interpolation="nearest")
+        ax.set_title(title, fontsize=FONT)
+        ax.set_xlabel("input feature (d_model)", fontsize=FONT - 1)
+        ax.set_ylim(3 * d_model - 0.5, -0.5)  # one scale for all three: sizes compare by eye
+    axes[0].set_ylabel("output feature", fontsize=FONT)
+    for part, name in enumerate(("Q", "K", "V")):  # bands of the qkv weight, split into heads
+        for i in range(h):
+            top = part * d_model + i * d_k - 0.5
+            colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
+            axes[0].add_patch(
+                Rectangle((-0.5, top), d_model, d_k, facecolor=colour, alpha=0.35, lw=0)
+            )
+        axes[0].axhline(part * d_model - 0.5, color="black", lw=2)
+        axes[0].text(d_model + 1, (part + 0.5) * d_model, name, va="center", fontsize=FONT + 2)
+    for i in range(h):
+        colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
+        axes[1].add_patch(
+            Rectangle((-0.5, i * d_k - 0.5), d_model, d_k, facecolor=colour, alpha=0.35, lw=0)
+        )
+        axes[1].axhline(i * d_k - 0.5, color="black", lw=1)
+    colour = HEAD_COLOURS[head % len(HEAD_COLOURS)]
+    axes[2].add_patch(Rectangle((-0.5, -0.5), d_model, d_k, facecolor=colour, alpha=0.35, lw=0))
+    fig.suptitle(
+        "The same numbers in three layouts (nn.Linear's (out, in): rows are output features)",
+        fontsize=FONT + 1,
+    )
+    return fig
+
+
+def masks_and_maps(
+    masks: dict[str, torch.Tensor], maps: dict[str, torch.Tensor], words: list[str]
+) -> Figure:
+    """Top row: boolean masks (T, T), white = may attend. Bottom row: the map each one gives."""
+    n = len(masks)
+    T = len(words)
+    fig = Figure(figsize=(4.2 * n + 1, 8.4), layout="constrained")
+    axes = fig.subplots(2, n, squeeze=False)
+    for col, (name, mask) in enumerate(masks.items()):
+        top, bottom = axes[0, col], axes[1, col]
+        top.imshow(_matrix(mask, 2, "mask").numpy(), cmap="gray", vmin=0, vmax=1)
+        top.set_title(f"mask: {name}\n(white = may attend)", fontsize=FONT)
+        image = bottom.imshow(_matrix(maps[name], 2, "map").numpy(), cmap=_cmap(), vmin=0, vmax=1)
+        bottom.set_title(f"attention with {name}", fontsize=FONT)
+        for ax in (top, bottom):
+            ax.set_xticks(range(T), words, rotation=90, fontsize=FONT - 1)
+            ax.set_yticks(range(T), words, fontsize=FONT - 1)
+        bottom.set_xlabel("key (attended to)", fontsize=FONT - 1)
+    axes[0, 0].set_ylabel("query", fontsize=FONT)
+    axes[1, 0].set_ylabel("query", fontsize=FONT)
+    fig.colorbar(image, ax=axes[1, :].tolist(), shrink=0.8, label="attention weight")
     return fig

@@ -208,3 +208,26 @@ def test_heads_of_any_width_map_back_to_d_model_but_do_not_fuse():
         fuse(mha)
     with pytest.raises(ValueError, match="d_k must be a positive whole number"):
         PerHeadMultiHeadAttention(12, 5, d_k=0)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_gpt_style_qkv_projection_round_trip(bias):
+    from helpers.layouts import from_qkv, to_qkv
+
+    fused = FusedMultiHeadAttention(12, 3, bias=bias).double()
+    qkv = to_qkv(fused)
+    assert qkv.weight.shape == (36, 12)  # (3 d_model, d_model)
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    q, k, v = qkv(x).split(12, dim=-1)
+    close(q, fused.w_q(x), torch.float64)
+    close(v, fused.w_v(x), torch.float64)
+    # head 1's W_1^Q is rows d_k .. 2 d_k of the qkv weight
+    per_head = split(fused)
+    assert torch.equal(qkv.weight[4:8], per_head.heads[1].w_q.weight)
+    back = from_qkv(qkv, fused.w_o, 3)
+    for a, b in zip(fused.state_dict().values(), back.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    with pytest.raises(
+        ValueError, match=r"qkv must be Linear\(d_model, 3·d_model\); got Linear\(12, 24\)"
+    ):
+        from_qkv(nn.Linear(12, 24), fused.w_o, 3)
