@@ -52,3 +52,26 @@ def test_block_matrix_draws_one_block_per_head():
     assert len(ax.patches) == 8
     boundaries = sorted({line.get_xdata()[0] for line in ax.lines})
     assert boundaries == [4 * i - 0.5 for i in range(9)]
+
+
+def test_qkv_layouts_draws_three_pieces_at_one_scale():
+    fig = plots.qkv_layouts(torch.randn(96, 32), h=4, head=1)
+    shapes = [ax.get_images()[0].get_array().shape for ax in fig.axes]
+    assert shapes == [(96, 32), (32, 32), (8, 32)]  # qkv weight, W^Q rows, head 1's W_1^Q
+    assert {ax.get_ylim() for ax in fig.axes} == {(95.5, -0.5)}  # one vertical scale
+    assert len(fig.axes[0].patches) == 12  # 3 bands (Q, K, V) x 4 heads
+
+
+def test_masks_and_maps_pairs_each_mask_with_its_map():
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    fig = plots.masks_and_maps({"causal": causal}, {"causal": torch.eye(7)}, WORDS)
+    images = [ax.get_images()[0] for ax in fig.axes[:2]]
+    assert images[1].get_clim() == (0.0, 1.0)
+    assert (images[0].get_array() == causal.numpy()).all()
+
+
+def test_loss_curves_one_line_per_run_on_a_log_scale():
+    fig = plots.loss_curves({"1 head": [1.0, 0.5], "2 heads": [1.0, 0.1]}, "t")
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    assert [line.get_label() for line in ax.lines] == ["1 head", "2 heads"]
