@@ -295,7 +295,10 @@ def parameter_counts(
         top = max(top, *counts)
     if highlight is not None:
         ax.axvline(highlight, color="0.3", ls=":", lw=1.5)
-        ax.text(highlight, top * 1.2, f" h = {highlight}", va="top", fontsize=FONT - 1)
+        ax.text(
+            highlight, top * 0.04, f"h = {highlight}", ha="center", va="bottom", fontsize=FONT - 1,
+            bbox={"facecolor": "white", "edgecolor": "0.3", "boxstyle": "round"},
+        )  # fmt: skip
     if log_x:
         ax.set_xscale("log", base=2)
     ticks = sorted({h for hs, _ in series.values() for h in hs})
