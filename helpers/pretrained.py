@@ -18,7 +18,15 @@ from torch import nn
 
 from helpers.attention import FusedMultiHeadAttention
 
-__all__ = ["model_dir", "load_minilm", "MiniLM", "Encoded", "TextError"]
+__all__ = [
+    "model_dir",
+    "load_minilm",
+    "MiniLM",
+    "Encoded",
+    "TextError",
+    "PATTERNS",
+    "head_patterns",
+]
 
 
 class TextError(ValueError):
@@ -186,3 +194,34 @@ def load_minilm(folder: Path | None = None) -> MiniLM:
     }
     model.load_state_dict(state, strict=True)  # every weight has a place, and nothing is left out
     return model.eval()
+
+
+PATTERNS = ("[CLS]", "[SEP]", "previous token", "next token", "itself", "same word elsewhere")
+
+
+def head_patterns(encoded: Encoded) -> dict[str, torch.Tensor]:
+    """How much weight each head puts on recognisable places, measured, not asserted.
+
+    For every (layer, head): the mean weight that word queries (not [CLS]/[SEP]) give to [CLS], to
+    [SEP], to the previous token, the next token, themselves, and to other occurrences of the same
+    token (averaged over the queries that have one). Returns {pattern: (n_layers, h)}.
+    """
+    sums = {
+        name: torch.zeros(encoded.attentions.shape[0], encoded.attentions.shape[2])
+        for name in PATTERNS
+    }
+    counts = dict.fromkeys(PATTERNS, 0)
+    for b, words in enumerate(encoded.tokens):
+        n = len(words)
+        att = encoded.attentions[:, b, :, :n, :n]  # (L, h, n, n): this text, no padding
+        for t in range(1, n - 1):  # word queries only
+            row = att[..., t, :]  # (L, h, n)
+            picks = {"[CLS]": [0], "[SEP]": [n - 1], "previous token": [t - 1]}
+            picks |= {"next token": [t + 1], "itself": [t]}
+            same = [j for j in range(1, n - 1) if j != t and words[j] == words[t]]
+            if same:
+                picks["same word elsewhere"] = same
+            for name, keys in picks.items():
+                sums[name] += row[..., keys].sum(-1)
+                counts[name] += 1
+    return {name: sums[name] / max(counts[name], 1) for name in PATTERNS}

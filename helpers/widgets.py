@@ -34,6 +34,7 @@ __all__ = [
     "BlockMatrixExplorer",
     "OneVsManyExplorer",
     "ParameterExplorer",
+    "RealHeadsExplorer",
 ]
 
 TABLE_STYLE = "font-family: monospace; font-size: 14px; border-collapse: collapse;"
@@ -85,14 +86,15 @@ def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims:
 class _Panel(widgets.VBox):
     """Message line, picture and table below the controls; `_render` does the work."""
 
-    def __init__(self, controls: list[widgets.Widget]):
+    def __init__(self, controls: list[widgets.Widget], beside: widgets.Widget | None = None):
         self.message = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
         for control in controls:
             control.observe(self.update, names="value")
         # the table sits beside the picture, or below it when the screen is too narrow
-        below = widgets.HBox([self.image, self.table], layout=widgets.Layout(flex_flow="row wrap"))
+        side = widgets.VBox([beside, self.table]) if beside is not None else self.table
+        below = widgets.HBox([self.image, side], layout=widgets.Layout(flex_flow="row wrap"))
         super().__init__([widgets.HBox(controls), self.message, below])
         self.update()
 
@@ -366,3 +368,63 @@ class ParameterExplorer(_Panel):
         fig = plots.parameter_counts(series, f"parameters at d_model = {d_model}", highlight=h)
         table = _table(rows, f"h = {h}, d_k = {d_k}, d_model = {d_model}") + _lines(lines)
         return plots.to_png(fig), table, f"{h} heads of d_k = {d_k}: {n_params:,} parameters"
+
+
+class RealHeadsExplorer(_Panel):
+    """Notebook 07: the 12 heads of one layer of a real pretrained model (MiniLM) on your text, and
+    one head enlarged. A text box for the sentence, sliders for layer and head."""
+
+    def __init__(
+        self, model, text: str = "The cat sat on the mat because it was warm.", layer=0, head=0
+    ):
+        from helpers.pretrained import head_patterns
+
+        self.model, self._patterns = model, head_patterns
+        n_layers, h = len(model.layers), model.num_heads
+        self.text = widgets.Text(
+            value=text, description="text", continuous_update=False,
+            layout=widgets.Layout(width="520px"), style={"description_width": "40px"},
+        )  # fmt: skip
+        self.layer_slider = widgets.IntSlider(
+            value=layer, min=0, max=n_layers - 1, description="layer"
+        )
+        self.head_slider = widgets.IntSlider(value=head, min=0, max=h - 1, description="head")
+        self.head_image = widgets.Image(format="png")
+        self._cache: tuple[str, object] | None = None
+        super().__init__([self.text, self.layer_slider, self.head_slider], beside=self.head_image)
+
+    def _encoded(self):
+        if self._cache is None or self._cache[0] != self.text.value:
+            self._cache = (self.text.value, self.model(self.text.value))  # TextError -> message
+        return self._cache[1]
+
+    def _render(self) -> tuple[bytes, str, str]:
+        encoded = self._encoded()
+        layer, head = self.layer_slider.value, self.head_slider.value
+        words = encoded.tokens[0]
+        T, h = len(words), self.model.num_heads
+        maps = encoded.attentions[layer, 0]  # (h, T, T)
+        # a title without the layer number: all layers then share one cached frame per text
+        png = plots.heads_mosaic_png(maps, words, f"the {h} heads of this layer", cols=4)
+        enlarged = plots.attention_map(maps[head], words, f"layer {layer}, head {head}", T <= 12)
+        self.head_image.value = plots.to_png(enlarged, dpi=56)
+        self.head_image.layout.width = f"{int.from_bytes(self.head_image.value[16:20], 'big')}px"
+        attention = self.model.layers[layer].attention
+        d_model, d_k = attention.d_model, attention.d_k
+        w_head = attention.w_q.weight[head * d_k : (head + 1) * d_k].T  # x·W layout
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(encoded.attentions, (6, 1, h, T, T), "attentions", "L B h T T"),
+            _shape_row(attention.w_q.weight.T, (d_model, d_model), "W^Q (x·W)", "d_model h·d_k"),
+            _shape_row(w_head, (d_model, d_k), f"W_{head}^Q (x·W)", "d_model d_k"),
+        ]
+        scores = self._patterns(encoded)
+        lines = [check_attention_rows(maps, f"layer {layer} maps", echo=False)]
+        lines += [
+            f"head {head} → {name}: {float(s[layer, head]):.2f}" for name, s in scores.items()
+        ]
+        unknown = sum(w == "[UNK]" for w in words)
+        note = f"{T} tokens; layer {layer}, head {head}"
+        if unknown:
+            note += f" ({unknown} [UNK]: characters the model's vocabulary does not have)"
+        return png, _table(rows, f"{T} tokens, layer {layer}, head {head}") + _lines(lines), note

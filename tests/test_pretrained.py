@@ -106,3 +106,56 @@ def test_bad_text_raises_a_clear_error(models, text, message):
 
 def test_unknown_characters_become_unk_not_an_error(models):
     assert "[UNK]" in models[0]("hello 🙂").tokens[0]
+
+
+def test_head_patterns_measure_known_heads(models):
+    from helpers.pretrained import head_patterns
+
+    scores = head_patterns(models[0](["the cat sat on the mat and the dog sat on the rug ."]))
+    assert set(scores) == {
+        "[CLS]",
+        "[SEP]",
+        "previous token",
+        "next token",
+        "itself",
+        "same word elsewhere",
+    }
+    assert all(s.shape == (6, 12) for s in scores.values())
+    assert scores["previous token"][0, 2] > 0.95  # layer 0, head 2 looks at the previous token
+    assert scores["previous token"].mean() < 0.2
+
+
+def test_head_patterns_on_a_hand_made_map():
+    from helpers.pretrained import Encoded, head_patterns
+
+    words = ["[CLS]", "a", "b", "a", "[SEP]"]
+    previous = torch.zeros(1, 1, 1, 5, 5)
+    for t in range(1, 5):
+        previous[0, 0, 0, t, t - 1] = 1.0
+    previous[0, 0, 0, 0, 0] = 1.0
+    encoded = Encoded(
+        [words], torch.zeros(2, 1, 5, 4), previous, torch.ones(1, 5, dtype=torch.bool)
+    )
+    scores = head_patterns(encoded)
+    assert scores["previous token"].item() == 1.0 and scores["next token"].item() == 0.0
+    assert scores["[CLS]"].item() == pytest.approx(1 / 3)  # only query 1 ("a") looks at [CLS]
+    assert scores["same word elsewhere"].item() == 0.0  # "a" at 1 and 3 never look at each other
+
+
+def test_real_heads_explorer_follows_text_layer_and_head(models):
+    from helpers.widgets import RealHeadsExplorer
+
+    panel = RealHeadsExplorer(models[0], "the cat sat on the mat", layer=0, head=2)
+    assert "8 tokens; layer 0, head 2" in panel.message.value
+    assert "head 2 → previous token: 1.00" in panel.table.value
+    mosaic, enlarged = panel.image.value, panel.head_image.value
+    panel.head_slider.value = 5
+    assert panel.head_image.value != enlarged and panel.image.value == mosaic  # same layer
+    panel.layer_slider.value = 4
+    assert panel.image.value != mosaic and "(384, 32)" in panel.table.value
+    panel.text.value = "a much longer sentence than the first one was"
+    assert "11 tokens" in panel.message.value and "(6, 1, 12, 11, 11)" in panel.table.value
+    panel.text.value = ""
+    assert "has no words to attend to" in panel.message.value
+    panel.text.value = "hello 🙂"
+    assert "1 [UNK]" in panel.message.value
