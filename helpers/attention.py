@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
@@ -113,7 +114,8 @@ def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
             f"q and k must have the same last dim d_k to be compared by a dot product; got q "
             f"{_fmt(q.shape)} and k {_fmt(k.shape)}."
         )
-    return q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T_q, T_k)
+    # scaling q rather than the scores: T·d_k multiplications per head instead of T·T
+    return (q * (1.0 / math.sqrt(q.size(-1)))) @ k.transpose(-2, -1)  # (..., T_q, T_k)
 
 
 def scaled_dot_product_attention(
@@ -241,11 +243,13 @@ class FusedMultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x (B, T, d_model), mask broadcastable to (B, T, T).
 
-        Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head.
+        Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head. With
+        need_weights=False the weights are not formed (None) and attention runs in PyTorch's fused
+        kernel, as `nn.MultiheadAttention(need_weights=False)` does: the same out, faster.
         """
         _check_x(x, self.d_model)
         B, T, _ = x.shape
@@ -257,6 +261,11 @@ class FusedMultiHeadAttention(nn.Module):
         k = split_heads(self.w_k(x), self.num_heads)  # (B, h, T, d_k)
         v = split_heads(self.w_v(x), self.num_heads)  # (B, h, T, d_k)
         # (2) attend: the head dim rides along as a batch dim, so there are h softmaxes
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (B, h, T, d_k), (B, h, T, T)
+        if need_weights:
+            out, weights = scaled_dot_product_attention(
+                q, k, v, mask
+            )  # (B, h, T, d_k), (B, h, T, T)
+        else:  # the same formula in one kernel; a fully masked row gives zeros there too
+            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
         # (3) put the heads side by side again and mix them with w_o
-        return self.w_o(merge_heads(out)), weights  # (B, T, d_model), (B, h, T, T)
+        return self.w_o(merge_heads(out)), weights  # (B, T, d_model), (B, h, T, T) or None

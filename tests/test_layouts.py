@@ -84,6 +84,9 @@ def test_all_layouts_agree(shape, bias, kind, dtype, data):
     out_fused, weights_fused = fused(x, mask)
     close(out_fused, out, dtype)
     close(weights_fused, weights, dtype)
+    out_fast, no_weights = fused(x, mask, need_weights=False)  # PyTorch's fused kernel
+    close(out_fast, out, dtype)
+    assert no_weights is None
 
     with torch.no_grad():
         close(torch_kernel_forward(fused, x, mask), out, dtype)
@@ -231,3 +234,14 @@ def test_gpt_style_qkv_projection_round_trip(bias):
         ValueError, match=r"qkv must be Linear\(d_model, 3·d_model\); got Linear\(12, 24\)"
     ):
         from_qkv(nn.Linear(12, 24), fused.w_o, 3)
+
+
+def test_need_weights_false_gives_zeros_for_fully_masked_rows_too():
+    fused = FusedMultiHeadAttention(8, 2, bias=True)
+    x = torch.randn(2, 4, 8)
+    mask = torch.ones(2, 4, 4, dtype=torch.bool)
+    mask[1, 0] = False
+    out, _ = fused(x, mask)
+    fast, _ = fused(x, mask, need_weights=False)
+    torch.testing.assert_close(fast, out, atol=1e-6, rtol=0)
+    torch.testing.assert_close(fast[1, 0], fused.w_o.bias)
