@@ -101,3 +101,8 @@ def test_make_targets_use_the_project_venv(target):
     assert "--no-deps -r requirements-nodeps.txt" in dry.stdout
     commands = [line for line in dry.stdout.splitlines() if "jupyter" in line or "pytest" in line]
     assert commands and all(line.lstrip().startswith(".venv/bin/") for line in commands)
+
+
+def test_ci_installs_chromium_so_the_browser_tests_run_there():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "chromium" in ci and "make test" in ci

@@ -1,0 +1,138 @@
+"""JupyterLab from the project's own .venv, driven in Debian's Chromium with Playwright.
+
+Shared by the browser tests and the benchmark. Never runs `playwright install`: it launches
+/usr/bin/chromium (apt-get install chromium).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+SCREENSHOTS = ROOT / ".screenshots"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyter_lab(root_dir: Path = ROOT / "notebooks", timeout: float = 90):
+    """Start JupyterLab on a free loopback port with a token; yield (base_url, token); stop it
+    (the whole process group) whatever happens."""
+    port, token = free_port(), secrets.token_hex(16)
+    SCREENSHOTS.mkdir(exist_ok=True)
+    log = open(SCREENSHOTS / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
+    command = [
+        str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root",
+        "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
+        "--LabApp.news_url=None",
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab did not start; see {log.name}") from None
+                time.sleep(0.3)
+        yield base, token
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+@contextlib.contextmanager
+def chromium_page(width: int = 1500, height: int = 1000):
+    """A Playwright page in Debian's Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield browser.new_page(viewport={"width": width, "height": height})
+        finally:
+            browser.close()
+
+
+def menu(page, top: str, item: str) -> None:
+    """Click a JupyterLab menu item by its exact label."""
+    page.click(f".lm-MenuBar-itemLabel:text-is('{top}')")
+    page.click(f".lm-Menu-itemLabel:text-is('{item}')")
+
+
+def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int = 120_000):
+    """Open a notebook, clear its stored outputs, Run All, and wait until every code cell has run
+    and the kernel is idle."""
+    page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
+    page.wait_for_selector(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_ms
+    )
+    for button in page.locator("button:text-is('No')").all():  # the news pop-up, if it shows
+        button.click()
+    menu(page, "Edit", "Clear Outputs of All Cells")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
+        ".every(p => !/\\[\\d+\\]/.test(p.textContent))"
+    )
+    menu(page, "Run", "Run All Cells")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
+        ".every(p => /\\[\\d+\\]/.test(p.textContent))",
+        timeout=timeout_ms,
+    )
+    page.wait_for_selector(
+        ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_ms
+    )
+
+
+def panel(page):
+    """The first widget panel with a picture in the notebook's outputs."""
+    return (
+        page.locator(".jp-OutputArea-output .widget-vbox:visible")
+        .filter(has=page.locator("img"))
+        .first
+    )
+
+
+def wait_for_change(read, before, timeout: float = 10.0):
+    """Poll read() until it differs from `before`; return the new value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = read()
+        if value != before:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"nothing changed within {timeout} s (still {before!r:.80})")
