@@ -2,6 +2,7 @@
 #   make lab        start JupyterLab on notebooks/ (127.0.0.1, with a token)
 #   make test       ruff, the unit tests, and strict nbval on every notebook
 #   make notebooks  re-execute every notebook in place on a fresh kernel (Restart & Run All)
+#   make bench      speed figures against their targets (prints; saves .bench/bench.json)
 
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ NOTEBOOKS ?= notebooks
 PORT ?= 8888
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: setup lab test lint unit nbval notebooks clean
+.PHONY: setup lab test lint unit nbval notebooks bench clean
 
 setup: $(STAMP)
 
@@ -45,6 +46,10 @@ notebooks: setup
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=300 \
 		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)/*.ipynb
+
+# a benchmark, not a test: it never fails on a time
+bench: setup
+	$(BIN)/python -m tests.bench.run_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info

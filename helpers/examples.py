@@ -13,7 +13,7 @@ from functools import lru_cache
 import torch
 from torch import nn
 
-from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
+from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention, check_num_heads
 from helpers.layouts import split
 
 __all__ = ["SENTENCE", "tokens", "embed", "init_weights_", "seeded_attention"]
@@ -72,6 +72,8 @@ def seeded_attention(
     The matrices depend only on d_model and the seed, not on h: changing h cuts the same numbers
     into heads differently, which is all that h changes.
     """
-    fused = FusedMultiHeadAttention(d_model, num_heads)  # ValueError if num_heads does not divide
-    fused.load_state_dict(_seeded_matrices(d_model, seed))
+    check_num_heads(d_model, num_heads)  # ValueError if num_heads does not divide d_model
+    with torch.device("meta"):  # no random initialisation: every weight is loaded just below
+        fused = FusedMultiHeadAttention(d_model, num_heads)
+    fused.load_state_dict(_seeded_matrices(d_model, seed), assign=True)
     return split(fused) if per_head else fused

@@ -27,10 +27,14 @@ def _has_bias(module: nn.Module) -> bool:
     return module.w_o.bias is not None
 
 
-def _like(module: nn.Module, template: nn.Module) -> nn.Module:
-    """Move `module` to the dtype and device of `template`'s parameters."""
+def _empty_like(template: nn.Module, cls, *args, **kwargs) -> nn.Module:
+    """A new `cls(*args, **kwargs)` on the dtype and device of `template`, left uninitialised:
+    every conversion overwrites all its parameters, so random initialisation would be wasted
+    work (most of a slider's redraw at d_model = 512)."""
     p = next(template.parameters())
-    return module.to(device=p.device, dtype=p.dtype)
+    with torch.device("meta"):
+        module = cls(*args, **kwargs)
+    return module.to_empty(device=p.device).to(p.dtype)
 
 
 @torch.no_grad()
@@ -46,8 +50,13 @@ def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
             f"h·d_k = {per_head.num_heads}·{per_head.d_k} = {per_head.num_heads * per_head.d_k} "
             f"and d_model = {per_head.d_model}."
         )
-    fused = FusedMultiHeadAttention(per_head.d_model, per_head.num_heads, bias=_has_bias(per_head))
-    fused = _like(fused, per_head)
+    fused = _empty_like(
+        per_head,
+        FusedMultiHeadAttention,
+        per_head.d_model,
+        per_head.num_heads,
+        bias=_has_bias(per_head),
+    )
     for name in _PROJECTIONS:
         linears = [getattr(head, name) for head in per_head.heads]
         target = getattr(fused, name)
@@ -64,8 +73,7 @@ def split(fused: FusedMultiHeadAttention) -> PerHeadMultiHeadAttention:
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"split() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
     h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
-    per_head = PerHeadMultiHeadAttention(d_model, h, bias=_has_bias(fused))
-    per_head = _like(per_head, fused)
+    per_head = _empty_like(fused, PerHeadMultiHeadAttention, d_model, h, bias=_has_bias(fused))
     for name in _PROJECTIONS:
         source = getattr(fused, name)
         weights = source.weight.view(h, d_k, d_model)  # head i's (d_k, d_model) block is [i]
@@ -94,7 +102,7 @@ def from_torch(mha: nn.MultiheadAttention) -> FusedMultiHeadAttention:
             "modules."
         )
     bias = mha.in_proj_bias is not None
-    fused = _like(FusedMultiHeadAttention(mha.embed_dim, mha.num_heads, bias=bias), mha)
+    fused = _empty_like(mha, FusedMultiHeadAttention, mha.embed_dim, mha.num_heads, bias=bias)
     w_q, w_k, w_v = mha.in_proj_weight.chunk(3, dim=0)  # 3 x (d_model, d_model)
     b_q, b_k, b_v = mha.in_proj_bias.chunk(3, dim=0) if bias else (None, None, None)
     for name, weight, b in zip(_PROJECTIONS, (w_q, w_k, w_v), (b_q, b_k, b_v)):
@@ -117,8 +125,9 @@ def to_torch(fused: FusedMultiHeadAttention) -> nn.MultiheadAttention:
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"to_torch() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
     bias = _has_bias(fused)
-    mha = nn.MultiheadAttention(fused.d_model, fused.num_heads, bias=bias, batch_first=True)
-    mha = _like(mha, fused)
+    mha = _empty_like(
+        fused, nn.MultiheadAttention, fused.d_model, fused.num_heads, bias=bias, batch_first=True
+    )
     weights = [getattr(fused, name).weight for name in _PROJECTIONS]
     mha.in_proj_weight.copy_(torch.cat(weights, dim=0))  # (3 d_model, d_model)
     mha.out_proj.weight.copy_(fused.w_o.weight)
@@ -136,7 +145,7 @@ def to_qkv(fused: FusedMultiHeadAttention) -> nn.Linear:
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"to_qkv() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
     d_model = fused.d_model
-    qkv = _like(nn.Linear(d_model, 3 * d_model, bias=_has_bias(fused)), fused)
+    qkv = _empty_like(fused, nn.Linear, d_model, 3 * d_model, bias=_has_bias(fused))
     qkv.weight.copy_(torch.cat([getattr(fused, n).weight for n in _PROJECTIONS]))  # (3 d, d)
     if qkv.bias is not None:
         qkv.bias.copy_(torch.cat([getattr(fused, n).bias for n in _PROJECTIONS]))  # (3 d,)
@@ -161,7 +170,7 @@ def from_qkv(qkv: nn.Linear, w_o: nn.Linear, num_heads: int) -> FusedMultiHeadAt
     bias = qkv.bias is not None
     if (w_o.bias is not None) != bias:
         raise ValueError("qkv and w_o must both have biases or both have none.")
-    fused = _like(FusedMultiHeadAttention(d_model, num_heads, bias=bias), qkv)
+    fused = _empty_like(qkv, FusedMultiHeadAttention, d_model, num_heads, bias=bias)
     for name, weight in zip(_PROJECTIONS, qkv.weight.split(d_model, dim=0)):
         getattr(fused, name).weight.copy_(weight)
     if bias:

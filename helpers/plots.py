@@ -31,6 +31,7 @@ __all__ = [
     "loss_curves",
     "qkv_layouts",
     "masks_and_maps",
+    "timings",
     "parameter_counts",
 ]
 
@@ -408,4 +409,21 @@ def masks_and_maps(
     axes[0, 0].set_ylabel("query", fontsize=FONT)
     axes[1, 0].set_ylabel("query", fontsize=FONT)
     fig.colorbar(image, ax=axes[1, :].tolist(), shrink=0.8, label="attention weight")
+    return fig
+
+
+def timings(head_counts: list[int], series: dict[str, list[float]], title: str) -> Figure:
+    """Milliseconds against the number of heads h, one line per way of computing."""
+    fig = Figure(figsize=(7, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    for (label, ms), colour in zip(series.items(), HEAD_COLOURS):
+        ax.plot(head_counts, ms, "o-", color=colour, lw=2, ms=7, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=FONT - 1)
+    ax.set_ylim(0, max(max(ms) for ms in series.values()) * 1.15)
+    ax.set_xlabel("number of heads h (d_k = d_model / h)", fontsize=FONT)
+    ax.set_ylabel("forward time (ms, median)", fontsize=FONT)
+    ax.set_title(title, fontsize=FONT + 1)
+    ax.legend(fontsize=FONT - 1)
+    ax.grid(alpha=0.3)
     return fig

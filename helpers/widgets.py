@@ -189,14 +189,23 @@ class HeadsExplorer(_Panel):
         self.words, self.seed = tokens(sentence), seed
         self.h_slider = _h_slider(h)
         self.d_model_slider = _d_model_slider(d_model, high=512)
+        self._modules_seen: dict[tuple[int, int], PerHeadMultiHeadAttention] = {}
         super().__init__([self.h_slider, self.d_model_slider])
+
+    def _per_head(self, d_model: int, h: int) -> PerHeadMultiHeadAttention:
+        """This panel's own modules, kept per (d_model, h): building one at d_model = 512 is a
+        third of a redraw, and a class moves the slider back and forth."""
+        key = (d_model, h)
+        if key not in self._modules_seen:
+            self._modules_seen[key] = seeded_attention(d_model, h, self.seed, per_head=True)
+        return self._modules_seen[key]
 
     def _render(self) -> tuple[bytes, str, str]:
         h, d_model = self.h_slider.value, self.d_model_slider.value
         d_k = check_num_heads(d_model, h)  # ValueError -> the message says which h would work
         T = len(self.words)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
-        per_head = seeded_attention(d_model, h, self.seed, per_head=True)
+        per_head = self._per_head(d_model, h)
         with torch.no_grad():
             out, weights = per_head(x)  # (B, T, d_model), (B, h, T, T)
             head = per_head.heads[0]

@@ -75,3 +75,10 @@ def test_loss_curves_one_line_per_run_on_a_log_scale():
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"
     assert [line.get_label() for line in ax.lines] == ["1 head", "2 heads"]
+
+
+def test_timings_one_line_per_method_against_h():
+    fig = plots.timings([1, 2, 4], {"loop": [3.0, 4.0, 9.0], "fused": [3.0, 3.0, 3.5]}, "t")
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.lines] == ["loop", "fused"]
+    assert list(ax.lines[0].get_xdata()) == [1, 2, 4] and ax.get_xscale() == "log"

@@ -106,3 +106,14 @@ def test_make_targets_use_the_project_venv(target):
 def test_ci_installs_chromium_so_the_browser_tests_run_there():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "chromium" in ci and "make test" in ci
+
+
+def test_browser_tests_skip_with_a_how_to_when_chromium_is_missing():
+    env = dict(os.environ, COURSE_CHROMIUM="/nonexistent/chromium")
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests/browser"],
+        capture_output=True, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "skipped" in run.stdout and "passed" not in run.stdout
+    assert "apt-get install -y chromium" in run.stdout
