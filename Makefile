@@ -3,6 +3,7 @@
 #   make test       ruff, the unit tests, and strict nbval on every notebook
 #   make notebooks  re-execute every notebook in place on a fresh kernel (Restart & Run All)
 #   make bench      speed figures against their targets (prints; saves .bench/bench.json)
+#   make student    a copy of the notebooks without the exercise solutions, in student/
 
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ NOTEBOOKS ?= notebooks
 PORT ?= 8888
 NBVAL_FLAGS := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: setup lab test lint unit nbval notebooks bench clean
+.PHONY: setup lab test lint unit nbval notebooks bench student clean
 
 setup: $(STAMP)
 
@@ -50,6 +51,9 @@ notebooks: setup
 # a benchmark, not a test: it never fails on a time
 bench: setup
 	$(BIN)/python -m tests.bench.run_bench
+
+student: setup
+	$(BIN)/python -m tests.student.build student
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis *.egg-info
