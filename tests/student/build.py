@@ -1,0 +1,65 @@
+"""`make student`: a student copy of the notebooks, without the solutions.
+
+Every cell tagged `solution` (one function, with a docstring that states the task) becomes a stub:
+the same signature and docstring, and a body that raises NotImplementedError. All outputs and
+execution counts are cleared. The copy goes to student/ (ignored by git), ready to hand out.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+STUB = '    raise NotImplementedError("Exercise: write this function, run this cell, then the check below.")'
+
+
+def stub(source: str) -> str:
+    """The solution's def line(s) and docstring, with a body that raises NotImplementedError."""
+    tree = ast.parse(source)
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    if len(tree.body) != 1 or len(functions) != 1 or ast.get_docstring(functions[0]) is None:
+        raise ValueError(
+            "a solution cell must hold exactly one function with a docstring stating the task; "
+            f"got:\n{source[:200]}"
+        )
+    docstring_end = functions[0].body[0].end_lineno  # the docstring is the body's first statement
+    lines = source.splitlines()[:docstring_end]
+    return "\n".join([*lines, STUB])
+
+
+def student_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, int]:
+    """A copy with every solution cell stubbed and every output cleared; and how many stubs."""
+    copy = nbformat.from_dict(notebook)
+    stubs = 0
+    for cell in copy.cells:
+        if cell.cell_type != "code":
+            continue
+        if "solution" in cell.metadata.get("tags", []):
+            cell.source = stub(cell.source)
+            cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "solution"]
+            stubs += 1
+        cell.outputs, cell.execution_count = [], None
+    copy.metadata.pop("widgets", None)  # the saved widget state shows the teacher's run
+    return copy, stubs
+
+
+def build(source: Path = ROOT / "notebooks", target: Path = ROOT / "student") -> dict[str, int]:
+    """Write the student copies; return {notebook: number of exercises}."""
+    target.mkdir(exist_ok=True)
+    counts = {}
+    for path in sorted(source.glob("*.ipynb")):
+        copy, stubs = student_copy(nbformat.read(path, as_version=4))
+        nbformat.validate(copy)
+        nbformat.write(copy, target / path.name)
+        counts[path.name] = stubs
+    return counts
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "student"
+    for name, stubs in build(target=target).items():
+        print(f"{target.name}/{name}: {stubs} exercise(s) to fill in")
