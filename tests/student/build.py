@@ -14,7 +14,10 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
-STUB = '    raise NotImplementedError("Exercise: write this function, run this cell, then the check below.")'
+STUB = (
+    '    raise NotImplementedError("Exercise: write this function, run this cell, then the check '
+    'below.")'
+)
 
 
 def stub(source: str) -> str:
