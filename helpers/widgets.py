@@ -73,6 +73,12 @@ def _error(text: str) -> str:
     )
 
 
+def _png_width(png: bytes) -> str:
+    """A PNG's own pixel width (bytes 16-19 of its header), as a fixed layout width: the picture
+    then shows sharp and unscaled."""
+    return f"{int.from_bytes(png[16:20], 'big')}px"
+
+
 def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims: str) -> tuple:
     """(name, shape, dims, ✓/✗) measured on the tensor itself."""
     try:
@@ -111,8 +117,7 @@ class _Panel(widgets.VBox):
         except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
             self.message.value = _error(f"Unexpected {type(err).__name__}: {err}")
             return
-        # a fixed width, the PNG's own (bytes 16-19 of its header), so it shows sharp and unscaled
-        self.image.layout.width = f"{int.from_bytes(png[16:20], 'big')}px"
+        self.image.layout.width = _png_width(png)
         self.image.value, self.table.value, self.message.value = png, table, _ok(note)
 
     def _render(self) -> tuple[bytes, str, str]:
@@ -207,22 +212,29 @@ class HeadsExplorer(_Panel):
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
         per_head = self._per_head(d_model, h)
         with torch.no_grad():
-            out, weights = per_head(x)  # (B, T, d_model), (B, h, T, T)
+            # step by step, each head once; the module's own forward is then a check
+            head_outs, maps = zip(*(hd(x) for hd in per_head.heads))  # h x (B, T, d_k), (B, T, T)
+            concat = torch.cat(head_outs, dim=-1)  # (B, T, h * d_k)
+            out, weights = (
+                per_head.w_o(concat),
+                torch.stack(maps, dim=1),
+            )  # (B, T, d_model), (B, h, T, T)
             head = per_head.heads[0]
             q, k = head.w_q(x), head.w_k(x)  # (B, T, d_k)
             scores = attention_scores(q, k)  # (B, T, T)
-            head_out, _ = head(x)  # (B, T, d_k)
-            concat = torch.cat([hd(x)[0] for hd in per_head.heads], dim=-1)  # (B, T, h * d_k)
+            module_out, _ = per_head(x)
         rows = [("tensor", "shape", "dims", "check")]
         rows.append(_shape_row(x, (1, T, d_model), "x", "B T d_model"))
         for name in ("w_q", "w_k", "w_v"):
-            w = torch.stack([getattr(hd, name).weight.T for hd in per_head.heads])
+            ws = [getattr(hd, name).weight.T for hd in per_head.heads]  # every head's W_i
+            # the row shows head 0, or the first head whose matrix has the wrong shape
+            shown = next((w for w in ws if w.shape != (d_model, d_k)), ws[0])
             letter = name[-1].upper()
-            rows.append(_shape_row(w[0], (d_model, d_k), f"W_i^{letter} (x·W)", "d_model d_k"))
+            rows.append(_shape_row(shown, (d_model, d_k), f"W_i^{letter} (x·W)", "d_model d_k"))
         rows += [
             _shape_row(q, (1, T, d_k), "q_i", "B T d_k"),
             _shape_row(scores, (1, T, T), "scores_i", "B T T"),
-            _shape_row(head_out, (1, T, d_k), "head_i", "B T d_k"),
+            _shape_row(head_outs[0], (1, T, d_k), "head_i", "B T d_k"),
             _shape_row(concat, (1, T, d_model), "concat", "B T h·d_k"),
             _shape_row(per_head.w_o.weight.T, (d_model, d_model), "W^O (x·W)", "h·d_k d_model"),
             _shape_row(weights, (1, h, T, T), "weights", "B h T T"),
@@ -234,6 +246,7 @@ class HeadsExplorer(_Panel):
             f"matrices: 3h + 1 = {3 * h + 1}",
             f"parameters: 3·h·d_model·d_k + d_model² = {n_params:,}",
             check_attention_rows(weights, echo=False),
+            check_close(out, module_out, "step by step = PerHeadMultiHeadAttention", echo=False),
         ]
         title = f"{h} heads: {h} softmaxes, {h} attention maps"
         png = plots.heads_mosaic_png(weights[0], self.words, title)
@@ -351,8 +364,8 @@ class ParameterExplorer(_Panel):
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
         mha = PerHeadMultiHeadAttention(d_model, h, d_k=d_k)
         with torch.no_grad():
-            out, _ = mha(x)  # (B, T, d_model)
             concat = torch.cat([head(x)[0] for head in mha.heads], dim=-1)  # (B, T, h * d_k)
+            out = mha.w_o(concat)  # (B, T, d_model): W^O takes h·d_k features back to d_model
         rows = [
             ("tensor", "shape", "dims", "check"),
             _shape_row(mha.heads[0].w_q.weight.T, (d_model, d_k), "W_i^Q (x·W)", "d_model d_k"),
@@ -417,7 +430,7 @@ class RealHeadsExplorer(_Panel):
         png = plots.heads_mosaic_png(maps, words, f"the {h} heads of this layer", cols=4)
         enlarged = plots.attention_map(maps[head], words, f"layer {layer}, head {head}", T <= 12)
         self.head_image.value = plots.to_png(enlarged, dpi=56)
-        self.head_image.layout.width = f"{int.from_bytes(self.head_image.value[16:20], 'big')}px"
+        self.head_image.layout.width = _png_width(self.head_image.value)
         attention = self.model.layers[layer].attention
         d_model, d_k = attention.d_model, attention.d_k
         w_head = attention.w_q.weight[head * d_k : (head + 1) * d_k].T  # x·W layout

@@ -27,6 +27,7 @@ def test_heads_explorer_redraws_maps_and_shapes_when_h_moves():
     assert "matrices: 3h + 1 = 25" in panel.table.value
     assert "16,384" in panel.table.value  # the same parameters for every h
     assert "✗" not in panel.table.value
+    assert "✓ step by step = PerHeadMultiHeadAttention: equal within atol" in panel.table.value
     assert "h = 8 heads of d_k = 64 / 8 = 8" in panel.message.value
 
 
