@@ -19,8 +19,11 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from PIL import Image
 
+from helpers import palette
+
 __all__ = [
     "ATTENTION_CMAP",
+    "colormap_table",
     "to_png",
     "show",
     "attention_map",
@@ -36,7 +39,7 @@ __all__ = [
 ]
 
 ATTENTION_CMAP = "viridis"
-HEAD_COLOURS = matplotlib.colormaps["tab10"].colors
+HEAD_COLOURS = palette.HEAD_COLOURS  # one palette for figures and panels
 FONT = 11  # readable at projector size at 80 dpi
 
 
@@ -44,6 +47,13 @@ def _cmap():
     cmap = matplotlib.colormaps[ATTENTION_CMAP].copy()
     cmap = cmap.with_extremes(bad="white")  # the gaps between tiles of a mosaic
     return cmap
+
+
+def colormap_table(name: str = ATTENTION_CMAP) -> list[str]:
+    """The attention colour map as 256 '#rrggbb' strings: weight w is entry round(255 w). The
+    panels drawn in the browser use it, so they match these figures."""
+    colours = matplotlib.colormaps[name](np.linspace(0, 1, 256), bytes=True)
+    return [f"#{r:02x}{g:02x}{b:02x}" for r, g, b, _ in colours]
 
 
 def to_png(fig: Figure, dpi: int = 80) -> bytes:

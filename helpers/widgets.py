@@ -1,16 +1,22 @@
-"""The interactive panels of the notebooks: sliders wired to `attention`, `plots` and `checks`.
+"""The interactive panels of the notebooks: controls wired to `attention`, `checks` and a view.
 
-Each panel is a `widgets.VBox`: controls on top, a message line, then the picture (a
-`widgets.Image` holding PNG bytes, which strict nbval accepts) beside a live table of shapes and
-checks. Every table entry is measured on the tensors just computed, not written from a formula.
-A slider combination that cannot work shows a message in the panel, never a traceback. Tests
-drive a panel by setting `.value` on its controls and reading `.image.value`, `.table.value`
-and `.message.value`.
+Each panel is a `widgets.VBox`: its controls on top, then an `AttentionView` that draws the maps
+in the browser with the live table beside them. The kernel computes every setting the controls
+can reach next (all h at this d_model and the neighbouring d_model, every query, every layer and
+head) with `helpers.attention` and its checks, and sends them ahead; the controls are jslinked to
+the view, so a move shows its new maps in the next frame. Every table entry is measured on the
+tensors just computed, not written from a formula. A setting that cannot work becomes a frame
+that says why (the browser greys the last good one), never a traceback.
+
+Tests drive a panel by setting `.value` on its controls and reading `.table`, `.message` and
+`.maps` (what the browser is sent for the current setting).
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
+from functools import lru_cache
 
 import ipywidgets as widgets
 import torch
@@ -25,8 +31,11 @@ from helpers.attention import (
     split_heads,
     valid_head_counts,
 )
+from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close, check_shape
 from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
+from helpers.palette import HEAD_COLOURS
+from helpers.panel_svg import parameter_counts_svg, query_breakdown_svg
 
 __all__ = [
     "QueryExplorer",
@@ -35,48 +44,31 @@ __all__ = [
     "OneVsManyExplorer",
     "ParameterExplorer",
     "RealHeadsExplorer",
+    "plural",
 ]
 
-TABLE_STYLE = "font-family: monospace; font-size: 14px; border-collapse: collapse;"
+H_MAX = 16  # the h slider's range is 1 .. H_MAX
+
+
+def plural(n: int, word: str) -> str:
+    """'1 head', '4 heads', '2 softmaxes'."""
+    if n == 1:
+        return f"1 {word}"
+    return f"{n} {word}es" if word.endswith(("x", "s")) else f"{n} {word}s"
 
 
 def _table(rows: list[tuple[str, ...]], caption: str) -> str:
     """An HTML table of strings; the first row is the header."""
     head, *body = rows
-    cell = "padding: 2px 10px; text-align: left; white-space: nowrap;"
-    th = "".join(f'<th style="{cell}">{html.escape(c, quote=False)}</th>' for c in head)
-    trs = "".join(
-        "<tr>"
-        + "".join(f'<td style="{cell}">{html.escape(c, quote=False)}</td>' for c in row)
-        + "</tr>"
-        for row in body
-    )
-    return (
-        f'<table style="{TABLE_STYLE}"><caption style="text-align:left; font-weight:bold;">'
-        f"{html.escape(caption, quote=False)}</caption><tr>{th}</tr>{trs}</table>"
-    )
+    esc = lambda s: html.escape(s, quote=False)  # noqa: E731
+    th = "".join(f"<th>{esc(c)}</th>" for c in head)
+    trs = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in body)
+    return f"<table><caption>{esc(caption)}</caption><tr>{th}</tr>{trs}</table>"
 
 
 def _lines(lines: list[str]) -> str:
     body = "<br>".join(html.escape(line, quote=False) for line in lines)
-    return f'<div style="{TABLE_STYLE} margin-top: 8px;">{body}</div>'
-
-
-def _ok(text: str) -> str:
-    return f'<div style="color: #1a7f37; font-size: 15px;">{html.escape(text, quote=False)}</div>'
-
-
-def _error(text: str) -> str:
-    return (
-        '<div style="color: #b42318; font-size: 15px; font-weight: bold; '
-        f'border: 2px solid #b42318; padding: 6px;">✗ {html.escape(text, quote=False)}</div>'
-    )
-
-
-def _png_width(png: bytes) -> str:
-    """A PNG's own pixel width (bytes 16-19 of its header), as a fixed layout width: the picture
-    then shows sharp and unscaled."""
-    return f"{int.from_bytes(png[16:20], 'big')}px"
+    return f'<div class="av-lines">{body}</div>'
 
 
 def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims: str) -> tuple:
@@ -89,44 +81,13 @@ def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims:
     return (name, str(tuple(tensor.shape)), f"({', '.join(dims.split())})", mark)
 
 
-class _Panel(widgets.VBox):
-    """Message line, picture and table below the controls; `_render` does the work."""
-
-    def __init__(self, controls: list[widgets.Widget], beside: widgets.Widget | None = None):
-        self.message = widgets.HTML()
-        self.image = widgets.Image(format="png")
-        self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
-        for control in controls:
-            control.observe(self.update, names="value")
-        # the table sits beside the picture, or below it when the screen is too narrow
-        side = widgets.VBox([beside, self.table]) if beside is not None else self.table
-        below = widgets.HBox([self.image, side], layout=widgets.Layout(flex_flow="row wrap"))
-        super().__init__([widgets.HBox(controls), self.message, below])
-        self.update()
-
-    def update(self, change=None) -> None:
-        """Redraw for the current control values; a failure becomes the message, not a traceback."""
-        try:
-            png, table, note = self._render()
-        except ValueError as err:  # an impossible combination: say why
-            stale = (
-                " The picture still shows the last setting that worked." if self.image.value else ""
-            )
-            self.message.value = _error(f"{err}{stale}")
-            return
-        except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
-            self.message.value = _error(f"Unexpected {type(err).__name__}: {err}")
-            return
-        self.image.layout.width = _png_width(png)
-        self.image.value, self.table.value, self.message.value = png, table, _ok(note)
-
-    def _render(self) -> tuple[bytes, str, str]:
-        raise NotImplementedError
+def _titles(h: int) -> list[str]:
+    return [f"head {i}" for i in range(h)]
 
 
 def _h_slider(h: int) -> widgets.IntSlider:
     return widgets.IntSlider(
-        value=h, min=1, max=16, description="h (heads)", continuous_update=True,
+        value=h, min=1, max=H_MAX, description="h (heads)", continuous_update=True,
         style={"description_width": "80px"},
     )  # fmt: skip
 
@@ -138,9 +99,98 @@ def _d_model_slider(d_model: int, high: int) -> widgets.IntSlider:
     )  # fmt: skip
 
 
+def _around(value: int, low: int, high: int, step: int, radius: int) -> list[int]:
+    """value, then its neighbours one step away, two steps away, ... within [low, high]."""
+    out = [value]
+    for r in range(1, radius + 1):
+        out += [v for v in (value - r * step, value + r * step) if low <= v <= high]
+    return out
+
+
+class _Panel(widgets.VBox):
+    """Controls on top, an AttentionView below; `_frame(**setting)` computes one setting and
+    `_reachable(setting, radius)` lists the settings to have ready (the current one first)."""
+
+    WHAT = "the panel"  # named in the line shown before the notebook runs
+    RADIUS = 2  # prefetch this many steps around the current setting; keep twice as many
+
+    def __init__(
+        self,
+        controls: dict[str, widgets.ValueWidget],
+        view: AttentionView,
+        rows: list[widgets.Widget] | None = None,
+    ):
+        self.controls, self.view = controls, view
+        for name, control in controls.items():
+            setattr(view, name, control.value)
+            # moves switch frames in the browser (a selection widget syncs its index, not value)
+            synced = "index" if isinstance(control, widgets.ToggleButtons) else "value"
+            widgets.jslink((control, synced), (view, name))
+            control.observe(self._moved, names="value")  # ... and the kernel prefetches around
+        super().__init__([*(rows or [widgets.HBox(list(controls.values()))]), view])
+        self._moved()
+
+    def __repr__(self) -> str:
+        # what JupyterLab shows before the kernel runs, and what strict nbval compares
+        return f"▶ Run the notebook (Run ▸ Run All Cells) to start {self.WHAT}"
+
+    @property
+    def setting(self) -> dict[str, int]:
+        return {name: self.controls[name].value for name in self.view.key_by}
+
+    @property
+    def current(self) -> Frame:
+        """The frame the browser shows for the controls' current values."""
+        return self.view.frame(self.view.key(**self.setting))
+
+    @property
+    def table(self) -> str:
+        return self.current.side
+
+    @property
+    def message(self) -> str:
+        return self.view.notice or self.current.error or self.current.note
+
+    @property
+    def maps(self) -> torch.Tensor:
+        return self.view.maps(self.view.key(**self.setting))
+
+    def _moved(self, change=None) -> None:
+        try:
+            if not self.view.has(self.view.key(**self.setting)):
+                self._ensure(self.setting)  # a jump past what was sent ahead: show it first
+                self.view.publish()
+            for setting in self._reachable(self.setting, self.RADIUS):
+                self._ensure(setting)
+            keep = {self.view.key(**s) for s in self._reachable(self.setting, 2 * self.RADIUS)}
+            self.view.publish(keep)
+        except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
+            self.view.notice = f"Unexpected {type(err).__name__}: {err}"
+
+    def _ensure(self, setting: dict[str, int]) -> None:
+        key = self.view.key(**setting)
+        if self.view.has(key):
+            return
+        try:
+            frame = self._frame(**setting)
+        except ValueError as err:  # an impossible combination: say why
+            frame = Frame(error=str(err))
+        except Exception as err:  # noqa: BLE001
+            frame = Frame(error=f"Unexpected {type(err).__name__}: {err}")
+        self.view.add_frame(key, frame)
+
+    def _reachable(self, setting: dict[str, int], radius: int) -> Iterator[dict[str, int]]:
+        raise NotImplementedError
+
+    def _frame(self, **setting: int) -> Frame:
+        raise NotImplementedError
+
+
 class QueryExplorer(_Panel):
-    """Notebook 01: pick a query token; see its score row, its softmax row, and its output as the
-    weighted sum of the value rows, for one head `SelfAttention(d_model, d_k)`."""
+    """Notebook 01: pick a query token (a button, or its row in the map); see its score row, its
+    softmax row, and its output as the weighted sum of the value rows, for one head."""
+
+    WHAT = "the query panel"
 
     def __init__(
         self,
@@ -159,15 +209,22 @@ class QueryExplorer(_Panel):
             description="query",
             style={"button_width": "auto"},
         )
-        super().__init__([self.query])
+        view = AttentionView(key_by=["query"], height=400)
+        super().__init__({"query": self.query}, view)
 
-    def _render(self) -> tuple[bytes, str, str]:
-        t, T = self.query.value, len(self.words)
+    def _reachable(self, setting, radius):
+        return ({"query": t} for t in range(len(self.words)))  # a handful: all of them
+
+    def _frame(self, query: int) -> Frame:
+        t, T, d_k = query, len(self.words), self.head.d_k
         with torch.no_grad():
             q, k, v = self.head.w_q(self.x)[0], self.head.w_k(self.x)[0], self.head.w_v(self.x)[0]
             out, weights = self.head(self.x)  # (B, T, d_k), (B, T, T)
             scores = attention_scores(q, k)  # (T, T)
-        d_k, word = self.head.d_k, self.words[t]
+            weighted = weights[0, t, :, None] * v  # (T, d_k): row j is weights[t, j] · v_j
+        if not self.view.has_maps("one head"):
+            self.view.add_maps("one head", weights, self.words, self.words, ["one head"])
+        word = self.words[t]
         rows = [
             ("tensor", "shape", "dims", "check"),
             _shape_row(q[t], (d_k,), f"q[{t}]", "d_k"),
@@ -179,49 +236,47 @@ class QueryExplorer(_Panel):
         ]
         checks = [
             check_attention_rows(weights[0, t], f"weights[{t}]", echo=False),
-            check_close(weights[0, t] @ v, out[0, t], f"out[{t}] = weights[{t}] @ v", echo=False),
-        ]
-        fig = plots.query_breakdown(scores[t], weights[0, t], v, out[0, t], self.words, t)
-        table = _table(rows, f"query {t} ('{word}'), one head, d_k = {d_k}") + _lines(checks)
-        return plots.to_png(fig), table, f"query {t}: '{word}'"
+            check_close(weighted.sum(0), out[0, t], f"out[{t}] = Σ_j weights[{t}, j] · v_j",
+                        echo=False),
+        ]  # fmt: skip
+        picture = query_breakdown_svg(scores[t], weights[0, t], weighted, out[0, t], self.words, t)
+        side = _table(rows, f"query {t} ('{word}'), one head, d_k = {d_k}") + _lines(checks)
+        return Frame("one head", side + picture, f"query {t}: '{word}'")
 
 
 class HeadsExplorer(_Panel):
     """Notebook 02: h heads, each with its own W_i^Q, W_i^K, W_i^V (d_model x d_k). Sliders for h
     and d_model redraw all h attention maps and the table of every shape."""
 
+    WHAT = "the h and d_model panel"
+
     def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 64, seed: int = 0):
         self.words, self.seed = tokens(sentence), seed
         self.h_slider = _h_slider(h)
         self.d_model_slider = _d_model_slider(d_model, high=512)
-        self._modules_seen: dict[tuple[int, int], PerHeadMultiHeadAttention] = {}
-        super().__init__([self.h_slider, self.d_model_slider])
+        view = AttentionView(key_by=["d_model", "h"], height=420)
+        super().__init__({"h": self.h_slider, "d_model": self.d_model_slider}, view)
 
-    def _per_head(self, d_model: int, h: int) -> PerHeadMultiHeadAttention:
-        """This panel's own modules, kept per (d_model, h): building one at d_model = 512 is a
-        third of a redraw, and a class moves the slider back and forth."""
-        key = (d_model, h)
-        if key not in self._modules_seen:
-            self._modules_seen[key] = seeded_attention(d_model, h, self.seed, per_head=True)
-        return self._modules_seen[key]
+    def _reachable(self, setting, radius):
+        s = self.d_model_slider
+        for d_model in _around(setting["d_model"], s.min, s.max, s.step, radius):
+            for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
+                yield {"d_model": d_model, "h": h}
 
-    def _render(self) -> tuple[bytes, str, str]:
-        h, d_model = self.h_slider.value, self.d_model_slider.value
-        d_k = check_num_heads(d_model, h)  # ValueError -> the message says which h would work
+    def _frame(self, d_model: int, h: int) -> Frame:
+        d_k = check_num_heads(d_model, h)  # ValueError -> the frame says which h would work
         T = len(self.words)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
-        per_head = self._per_head(d_model, h)
+        per_head = seeded_attention(d_model, h, self.seed, per_head=True)
         with torch.no_grad():
             # step by step, each head once; the module's own forward is then a check
             head_outs, maps = zip(*(hd(x) for hd in per_head.heads))  # h x (B, T, d_k), (B, T, T)
             concat = torch.cat(head_outs, dim=-1)  # (B, T, h * d_k)
-            out, weights = (
-                per_head.w_o(concat),
-                torch.stack(maps, dim=1),
-            )  # (B, T, d_model), (B, h, T, T)
+            out = per_head.w_o(concat)  # (B, T, d_model)
+            weights = torch.stack(maps, dim=1)  # (B, h, T, T)
             head = per_head.heads[0]
-            q, k = head.w_q(x), head.w_k(x)  # (B, T, d_k)
-            scores = attention_scores(q, k)  # (B, T, T)
+            q = head.w_q(x)  # (B, T, d_k)
+            scores = attention_scores(q, head.w_k(x))  # (B, T, T)
             module_out, _ = per_head(x)
         rows = [("tensor", "shape", "dims", "check")]
         rows.append(_shape_row(x, (1, T, d_model), "x", "B T d_model"))
@@ -241,20 +296,245 @@ class HeadsExplorer(_Panel):
             _shape_row(out, (1, T, d_model), "out", "B T d_model"),
         ]
         n_params = count_parameters(per_head)
-        counts = [
-            f"i = 0 .. {h - 1}: each head has its own W_i (shown: head 0)",
+        which = (
+            "head 0" if h == 1 else f"i = 0 .. {h - 1}: each head has its own W_i (shown: head 0)"
+        )
+        lines = [
+            which,
             f"matrices: 3h + 1 = {3 * h + 1}",
             f"parameters: 3·h·d_model·d_k + d_model² = {n_params:,}",
             check_attention_rows(weights, echo=False),
             check_close(out, module_out, "step by step = PerHeadMultiHeadAttention", echo=False),
         ]
-        title = f"{h} heads: {h} softmaxes, {h} attention maps"
-        png = plots.heads_mosaic_png(weights[0], self.words, title)
-        table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(counts)
-        return png, table, f"h = {h} heads of d_k = {d_model} / {h} = {d_k}"
+        block = self.view.add_maps(f"{d_model}/{h}", weights[0], self.words, self.words, _titles(h))
+        side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
+        note = (
+            f"{plural(h, 'head')} of d_k = {d_model} / {h} = {d_k}: {plural(h, 'softmax')}, "
+            f"{plural(h, 'attention map')}"
+        )
+        return Frame(block, side, note)
 
 
-class BlockMatrixExplorer(_Panel):
+class OneVsManyExplorer(_Panel):
+    """Notebook 04: the same d_model x d_model W^Q, W^K, W^V used as one head (one softmax over
+    all of d_model) and as h heads (h softmaxes). The h slider redraws the one map beside the h."""
+
+    WHAT = "the one-head-vs-h-heads panel"
+
+    def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 48, seed: int = 0):
+        self.words, self.seed, self.d_model = tokens(sentence), seed, d_model
+        self.h_slider = _h_slider(h)
+        super().__init__({"h": self.h_slider}, AttentionView(key_by=["h"], height=420))
+
+    def _reachable(self, setting, radius):
+        return ({"h": h} for h in _around(setting["h"], 1, H_MAX, 1, H_MAX))
+
+    def _frame(self, h: int) -> Frame:
+        d_model = self.d_model
+        d_k = check_num_heads(d_model, h)
+        T = len(self.words)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        one = seeded_attention(d_model, 1, self.seed)
+        many = seeded_attention(d_model, h, self.seed)  # the same matrices, cut into h heads
+        with torch.no_grad():
+            q, k = many.w_q(x), many.w_k(x)  # (B, T, d_model): identical for both
+            scores_one = attention_scores(q, k)  # (B, T, T), scaled by √d_model
+            scores_heads = attention_scores(split_heads(q, h), split_heads(k, h))  # (B, h, T, T)
+            out_one, weights_one = one(x)
+            out_many, weights_many = many(x)
+        gap = float((out_one - out_many).abs().max())
+        lines = [
+            check_close(one.w_q.weight, many.w_q.weight, "the same W^Q", echo=False),
+            check_close(one.w_q(x), q, "so the same q (and k, v)", echo=False),
+            check_close(
+                scores_one, scores_heads.sum(1) / h**0.5, "one score = Σ_i head-i score / √h",
+                echo=False,
+            ),
+            f"1 softmax vs {h}: max |out_one − out_{h}| = {gap:.3g}",
+            f"parameters: {count_parameters(one):,} both",
+        ]  # fmt: skip
+        maps = torch.cat([weights_one[0], weights_many[0]])  # (1 + h, T, T)
+        titles = ["ONE head"] + _titles(h)
+        colours = ["#1f2328", *(HEAD_COLOURS[i % len(HEAD_COLOURS)] for i in range(h))]
+        block = self.view.add_maps(f"1+{h}", maps, self.words, self.words, titles, colours)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(scores_one, (1, T, T), "scores, 1 head", "B T T"),
+            _shape_row(scores_heads, (1, h, T, T), f"scores, {h} heads", "B h T T"),
+        ]
+        side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
+        note = f"ONE head of d_model = {d_model} (left) and {plural(h, 'head')} of d_k = {d_k}"
+        return Frame(block, side, note)
+
+
+@lru_cache(maxsize=128)
+def _parameters_for_every_h(d_model: int, d_k: int) -> tuple[int, ...]:
+    """count_parameters of PerHeadMultiHeadAttention(d_model, h, d_k) for h = 1 .. H_MAX."""
+    with torch.device("meta"):  # shapes only: no weights are drawn
+        return tuple(
+            count_parameters(PerHeadMultiHeadAttention(d_model, n, d_k=d_k))
+            for n in range(1, H_MAX + 1)
+        )
+
+
+class ParameterExplorer(_Panel):
+    """Notebook 05: heads of any width d_k, with W^O mapping h·d_k back to d_model. Sliders for h
+    and d_k; the maps of the h heads, and the parameter count against h for this d_k and for
+    d_k = d_model / h."""
+
+    WHAT = "the h and d_k panel"
+
+    def __init__(self, h: int = 4, d_k: int = 16, d_model: int = 64, seed: int = 0):
+        self.d_model, self.seed, self.words = d_model, seed, tokens(SENTENCE)
+        self.h_slider = _h_slider(h)
+        self.d_k_slider = widgets.IntSlider(
+            value=d_k, min=1, max=d_model, description="d_k", style={"description_width": "80px"}
+        )
+        view = AttentionView(key_by=["d_k", "h"], height=400)
+        super().__init__({"h": self.h_slider, "d_k": self.d_k_slider}, view)
+
+    def _reachable(self, setting, radius):
+        for d_k in _around(setting["d_k"], 1, self.d_model, 1, radius):
+            for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
+                yield {"d_k": d_k, "h": h}
+
+    def _frame(self, d_k: int, h: int) -> Frame:
+        d_model, T = self.d_model, len(self.words)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        mha = init_weights_(PerHeadMultiHeadAttention(d_model, h, d_k=d_k), seed=self.seed)
+        with torch.no_grad():
+            head_outs, maps = zip(*(head(x) for head in mha.heads))  # h x (B, T, d_k), (B, T, T)
+            concat = torch.cat(head_outs, dim=-1)  # (B, T, h * d_k)
+            out = mha.w_o(concat)  # (B, T, d_model): W^O takes h·d_k features back to d_model
+            weights = torch.stack(maps, dim=1)  # (B, h, T, T)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(mha.heads[0].w_q.weight.T, (d_model, d_k), "W_i^Q (x·W)", "d_model d_k"),
+            _shape_row(concat, (1, T, h * d_k), "concat", "B T h·d_k"),
+            _shape_row(mha.w_o.weight.T, (h * d_k, d_model), "W^O (x·W)", "h·d_k d_model"),
+            _shape_row(out, (1, T, d_model), "out", "B T d_model"),
+        ]
+        n_params = count_parameters(mha)
+        tied = "= d_model" if h * d_k == d_model else f"≠ d_model = {d_model}"
+        lines = [
+            f"h·d_k = {h}·{d_k} = {h * d_k} {tied}",
+            f"parameters: 4·h·d_k·d_model = {n_params:,}",
+            f"with d_k = d_model / h it is always 4·d_model² = {4 * d_model**2:,}",
+            check_attention_rows(weights, echo=False),
+        ]
+        hs = list(range(1, H_MAX + 1))
+        tied_hs = [n for n in valid_head_counts(d_model) if n <= H_MAX]
+        series = {
+            f"d_k = {d_k} for every h": (hs, list(_parameters_for_every_h(d_model, d_k))),
+            "d_k = d_model / h": (tied_hs, [4 * d_model**2] * len(tied_hs)),
+        }
+        plot = parameter_counts_svg(series, list(HEAD_COLOURS[:2]), highlight=h)
+        block = self.view.add_maps(f"{d_k}/{h}", weights[0], self.words, self.words, _titles(h))
+        side = _table(rows, f"h = {h}, d_k = {d_k}, d_model = {d_model}") + _lines(lines) + plot
+        return Frame(block, side, f"{plural(h, 'head')} of d_k = {d_k}: {n_params:,} parameters")
+
+
+class RealHeadsExplorer(_Panel):
+    """Notebook 07: the 12 heads of one layer of a real pretrained model (MiniLM) on your text, and
+    one head enlarged. A text box for the sentence, sliders for layer and head."""
+
+    WHAT = "the MiniLM panel"
+    RADIUS = 0  # every layer and head is computed in one forward and sent at once
+
+    def __init__(
+        self, model, text: str = "The cat sat on the mat because it was warm.", layer=0, head=0
+    ):
+        from helpers.pretrained import head_patterns
+
+        self.model, self._patterns = model, head_patterns
+        n_layers, h = len(model.layers), model.num_heads
+        self.text = widgets.Text(
+            value=text, description="text", continuous_update=False,
+            layout=widgets.Layout(width="620px"), style={"description_width": "40px"},
+        )  # fmt: skip
+        self.layer_slider = widgets.IntSlider(
+            value=layer, min=0, max=n_layers - 1, description="layer"
+        )
+        self.head_slider = widgets.IntSlider(value=head, min=0, max=h - 1, description="head")
+        self.encoded, self.shown_text = self._encode(text), text
+        view = AttentionView(key_by=["layer", "head"], focus_by="head", enlarge=True, height=430)
+        controls = {"layer": self.layer_slider, "head": self.head_slider}
+        rows = [self.text, widgets.HBox([self.layer_slider, self.head_slider])]
+        super().__init__(controls, view, rows)
+        self.text.observe(self._new_text, names="value")
+
+    def _encode(self, text: str):
+        encoded = self.model(text)  # TextError (a ValueError) for an empty or too long text
+        return encoded, self._patterns(encoded)
+
+    def _new_text(self, change=None) -> None:
+        try:
+            encoded = self._encode(self.text.value)
+        except ValueError as err:  # keep the last sentence: layer and head go on working
+            self.view.notice = f"{err} The maps still show: '{self.shown_text}'."
+            return
+        except Exception as err:  # noqa: BLE001
+            self.view.notice = f"Unexpected {type(err).__name__}: {err}"
+            return
+        self.encoded, self.shown_text = encoded, self.text.value
+        self.view.publish(keep=set())  # every frame belonged to the old text
+        self.view.notice = ""
+        self._moved()
+
+    def _reachable(self, setting, radius):
+        n_layers, h = len(self.model.layers), self.model.num_heads
+        return ({"layer": layer, "head": i} for layer in range(n_layers) for i in range(h))
+
+    def _frame(self, layer: int, head: int) -> Frame:
+        encoded, scores = self.encoded
+        words = encoded.tokens[0]
+        T, h, n_layers = len(words), self.model.num_heads, len(self.model.layers)
+        maps = encoded.attentions[layer, 0]  # (h, T, T)
+        block = f"layer {layer}"
+        if not self.view.has_maps(block):
+            self.view.add_maps(block, maps, words, words, _titles(h))
+        attention = self.model.layers[layer].attention
+        d_model, d_k = attention.d_model, attention.d_k
+        w_head = attention.w_q.weight[head * d_k : (head + 1) * d_k].T  # x·W layout
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(encoded.attentions, (n_layers, 1, h, T, T), "attentions", "L B h T T"),
+            _shape_row(attention.w_q.weight.T, (d_model, d_model), "W^Q (x·W)", "d_model h·d_k"),
+            _shape_row(w_head, (d_model, d_k), f"W_{head}^Q (x·W)", "d_model d_k"),
+        ]
+        lines = [check_attention_rows(maps, f"layer {layer} maps", echo=False)]
+        lines += [
+            f"head {head} → {name}: {float(s[layer, head]):.2f}" for name, s in scores.items()
+        ]
+        unknown = sum(w == "[UNK]" for w in words)
+        note = f"{plural(T, 'token')}; layer {layer}, head {head}"
+        if unknown:
+            note += f" ({unknown} [UNK]: characters the model's vocabulary does not have)"
+        side = _table(rows, f"{plural(T, 'token')}, layer {layer}, head {head}") + _lines(lines)
+        return Frame(block, side, note)
+
+
+# --- notebook 03: the block picture stays a PNG (a matrix, not maps) -------------------------
+
+
+def _ok(text: str) -> str:
+    return f'<div style="color: #1a7f37; font-size: 15px;">{html.escape(text, quote=False)}</div>'
+
+
+def _error(text: str) -> str:
+    return (
+        '<div style="color: #b42318; font-size: 15px; font-weight: bold; '
+        f'border: 2px solid #b42318; padding: 6px;">✗ {html.escape(text, quote=False)}</div>'
+    )
+
+
+def _png_width(png: bytes) -> str:
+    """A PNG's own pixel width (bytes 16-19 of its header), as a fixed layout width: the picture
+    then shows sharp and unscaled."""
+    return f"{int.from_bytes(png[16:20], 'big')}px"
+
+
+class BlockMatrixExplorer(widgets.VBox):
     """Notebook 03: the h per-head W_i^Q side by side are one d_model x d_model W^Q. The h slider
     redraws the block boundaries; the table checks the block product and fused == per-head."""
 
@@ -262,7 +542,38 @@ class BlockMatrixExplorer(_Panel):
         self.words, self.seed = tokens(sentence), seed
         self.h_slider = _h_slider(h)
         self.d_model_slider = _d_model_slider(d_model, high=128)
-        super().__init__([self.h_slider, self.d_model_slider])
+        self.message = widgets.HTML()
+        self.image = widgets.Image(format="png")
+        self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
+        for control in (self.h_slider, self.d_model_slider):
+            control.observe(self.update, names="value")
+        below = widgets.HBox([self.image, self.table], layout=widgets.Layout(flex_flow="row wrap"))
+        controls = widgets.HBox([self.h_slider, self.d_model_slider])
+        super().__init__([controls, self.message, below])
+        self.update()
+
+    def __repr__(self) -> str:
+        return "▶ Run the notebook (Run ▸ Run All Cells) to start the block-matrix panel"
+
+    def update(self, change=None) -> None:
+        """Redraw for the current values; a failure becomes the message, not a traceback."""
+        try:
+            png, table, note = self._render()
+        except ValueError as err:  # an impossible combination: say why
+            stale = (
+                " The greyed picture shows the last setting that worked."
+                if self.image.value
+                else ""
+            )
+            self.message.value = _error(f"{err}{stale}")
+            self.image.layout.opacity = self.table.layout.opacity = "0.3"
+            return
+        except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
+            self.message.value = _error(f"Unexpected {type(err).__name__}: {err}")
+            return
+        self.image.layout.width = _png_width(png)
+        self.image.layout.opacity = self.table.layout.opacity = "1"
+        self.image.value, self.table.value, self.message.value = png, table, _ok(note)
 
     def _render(self) -> tuple[bytes, str, str]:
         h, d_model = self.h_slider.value, self.d_model_slider.value
@@ -291,162 +602,8 @@ class BlockMatrixExplorer(_Panel):
             f"fused {count_parameters(fused):,}",
         ]
         fig = plots.block_matrix(w_q, h)
-        table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(checks)
-        return plots.to_png(fig), table, f"W^Q cut into h = {h} blocks of d_k = {d_k} columns"
-
-
-class OneVsManyExplorer(_Panel):
-    """Notebook 04: the same d_model x d_model W^Q, W^K, W^V used as one head (one softmax over
-    all of d_model) and as h heads (h softmaxes). The h slider redraws the one map beside the h."""
-
-    def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 48, seed: int = 0):
-        self.words, self.seed, self.d_model = tokens(sentence), seed, d_model
-        self.h_slider = _h_slider(h)
-        super().__init__([self.h_slider])
-
-    def _render(self) -> tuple[bytes, str, str]:
-        h, d_model = self.h_slider.value, self.d_model
-        d_k = check_num_heads(d_model, h)
-        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
-        one = seeded_attention(d_model, 1, self.seed)
-        many = seeded_attention(d_model, h, self.seed)  # the same matrices, cut into h heads
-        with torch.no_grad():
-            q, k = many.w_q(x), many.w_k(x)  # (B, T, d_model): identical for both
-            scores_one = attention_scores(q, k)  # (B, T, T), scaled by √d_model
-            scores_heads = attention_scores(split_heads(q, h), split_heads(k, h))  # (B, h, T, T)
-            out_one, weights_one = one(x)
-            out_many, weights_many = many(x)
-        gap = float((out_one - out_many).abs().max())
-        lines = [
-            check_close(one.w_q.weight, many.w_q.weight, "the same W^Q", echo=False),
-            check_close(one.w_q(x), q, "so the same q (and k, v)", echo=False),
-            check_close(
-                scores_one,
-                scores_heads.sum(1) / h**0.5,
-                "one score = Σ_i head-i score / √h",
-                echo=False,
-            ),
-            f"1 softmax vs {h}: max |out_one − out_{h}| = {gap:.3g}",
-            f"parameters: {count_parameters(one):,} both",
-        ]
-        maps = torch.cat([weights_one[0], weights_many[0]])  # (1 + h, T, T)
-        titles = ["ONE head"] + [f"head {i}" for i in range(h)]
-        title = f"the same matrices as 1 head and as {h} heads"
-        png = plots.heads_mosaic_png(maps, self.words, title, titles=titles, cols=min(h + 1, 5))
-        rows = [
-            ("tensor", "shape", "dims", "check"),
-            _shape_row(
-                scores_one, (1, len(self.words), len(self.words)), "scores, 1 head", "B T T"
-            ),
-            _shape_row(
-                scores_heads, (1, h, len(self.words), len(self.words)), "scores, h", "B h T T"
-            ),
-        ]
-        table = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
-        return png, table, f"{h} heads of d_k = {d_k} vs one head of d_model = {d_model}"
-
-
-class ParameterExplorer(_Panel):
-    """Notebook 05: heads of any width d_k, with W^O mapping h·d_k back to d_model. Sliders for h
-    and d_k; the plot shows the parameter count against h for this d_k and for d_k = d_model / h."""
-
-    def __init__(self, h: int = 4, d_k: int = 16, d_model: int = 64, seed: int = 0):
-        self.d_model, self.seed, self.words = d_model, seed, tokens(SENTENCE)
-        self.h_slider = _h_slider(h)
-        self.d_k_slider = widgets.IntSlider(
-            value=d_k, min=1, max=d_model, description="d_k", style={"description_width": "80px"}
-        )
-        super().__init__([self.h_slider, self.d_k_slider])
-
-    def _render(self) -> tuple[bytes, str, str]:
-        h, d_k, d_model = self.h_slider.value, self.d_k_slider.value, self.d_model
-        T = len(self.words)
-        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
-        mha = PerHeadMultiHeadAttention(d_model, h, d_k=d_k)
-        with torch.no_grad():
-            concat = torch.cat([head(x)[0] for head in mha.heads], dim=-1)  # (B, T, h * d_k)
-            out = mha.w_o(concat)  # (B, T, d_model): W^O takes h·d_k features back to d_model
-        rows = [
-            ("tensor", "shape", "dims", "check"),
-            _shape_row(mha.heads[0].w_q.weight.T, (d_model, d_k), "W_i^Q (x·W)", "d_model d_k"),
-            _shape_row(concat, (1, T, h * d_k), "concat", "B T h·d_k"),
-            _shape_row(mha.w_o.weight.T, (h * d_k, d_model), "W^O (x·W)", "h·d_k d_model"),
-            _shape_row(out, (1, T, d_model), "out", "B T d_model"),
-        ]
-        n_params = count_parameters(mha)
-        tied = "= d_model" if h * d_k == d_model else f"≠ d_model = {d_model}"
-        lines = [
-            f"h·d_k = {h}·{d_k} = {h * d_k} {tied}",
-            f"parameters: 4·h·d_k·d_model = {n_params:,}",
-            f"with d_k = d_model / h it is always 4·d_model² = {4 * d_model**2:,}",
-        ]
-        hs = list(range(1, 17))
-        fixed = [count_parameters(PerHeadMultiHeadAttention(d_model, n, d_k=d_k)) for n in hs]
-        tied_hs = [n for n in valid_head_counts(d_model) if n <= 16]
-        series = {
-            f"d_k = {d_k} for every h": (hs, fixed),
-            "d_k = d_model / h": (tied_hs, [4 * d_model**2] * len(tied_hs)),
-        }
-        fig = plots.parameter_counts(series, f"parameters at d_model = {d_model}", highlight=h)
-        table = _table(rows, f"h = {h}, d_k = {d_k}, d_model = {d_model}") + _lines(lines)
-        return plots.to_png(fig), table, f"{h} heads of d_k = {d_k}: {n_params:,} parameters"
-
-
-class RealHeadsExplorer(_Panel):
-    """Notebook 07: the 12 heads of one layer of a real pretrained model (MiniLM) on your text, and
-    one head enlarged. A text box for the sentence, sliders for layer and head."""
-
-    def __init__(
-        self, model, text: str = "The cat sat on the mat because it was warm.", layer=0, head=0
-    ):
-        from helpers.pretrained import head_patterns
-
-        self.model, self._patterns = model, head_patterns
-        n_layers, h = len(model.layers), model.num_heads
-        self.text = widgets.Text(
-            value=text, description="text", continuous_update=False,
-            layout=widgets.Layout(width="520px"), style={"description_width": "40px"},
-        )  # fmt: skip
-        self.layer_slider = widgets.IntSlider(
-            value=layer, min=0, max=n_layers - 1, description="layer"
-        )
-        self.head_slider = widgets.IntSlider(value=head, min=0, max=h - 1, description="head")
-        self.head_image = widgets.Image(format="png")
-        self._cache: tuple[str, object] | None = None
-        super().__init__([self.text, self.layer_slider, self.head_slider], beside=self.head_image)
-
-    def _encoded(self):
-        if self._cache is None or self._cache[0] != self.text.value:
-            self._cache = (self.text.value, self.model(self.text.value))  # TextError -> message
-        return self._cache[1]
-
-    def _render(self) -> tuple[bytes, str, str]:
-        encoded = self._encoded()
-        layer, head = self.layer_slider.value, self.head_slider.value
-        words = encoded.tokens[0]
-        T, h = len(words), self.model.num_heads
-        maps = encoded.attentions[layer, 0]  # (h, T, T)
-        # a title without the layer number: all layers then share one cached frame per text
-        png = plots.heads_mosaic_png(maps, words, f"the {h} heads of this layer", cols=4)
-        enlarged = plots.attention_map(maps[head], words, f"layer {layer}, head {head}", T <= 12)
-        self.head_image.value = plots.to_png(enlarged, dpi=56)
-        self.head_image.layout.width = _png_width(self.head_image.value)
-        attention = self.model.layers[layer].attention
-        d_model, d_k = attention.d_model, attention.d_k
-        w_head = attention.w_q.weight[head * d_k : (head + 1) * d_k].T  # x·W layout
-        rows = [
-            ("tensor", "shape", "dims", "check"),
-            _shape_row(encoded.attentions, (6, 1, h, T, T), "attentions", "L B h T T"),
-            _shape_row(attention.w_q.weight.T, (d_model, d_model), "W^Q (x·W)", "d_model h·d_k"),
-            _shape_row(w_head, (d_model, d_k), f"W_{head}^Q (x·W)", "d_model d_k"),
-        ]
-        scores = self._patterns(encoded)
-        lines = [check_attention_rows(maps, f"layer {layer} maps", echo=False)]
-        lines += [
-            f"head {head} → {name}: {float(s[layer, head]):.2f}" for name, s in scores.items()
-        ]
-        unknown = sum(w == "[UNK]" for w in words)
-        note = f"{T} tokens; layer {layer}, head {head}"
-        if unknown:
-            note += f" ({unknown} [UNK]: characters the model's vocabulary does not have)"
-        return png, _table(rows, f"{T} tokens, layer {layer}, head {head}") + _lines(lines), note
+        style = "font-family: monospace; font-size: 14px;"
+        table = f'<div style="{style}">{_table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}")}'
+        table += _lines(checks) + "</div>"
+        note = f"W^Q cut into h = {h} {'block' if h == 1 else 'blocks'} of d_k = {d_k} columns"
+        return plots.to_png(fig), table, note

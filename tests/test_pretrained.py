@@ -145,17 +145,31 @@ def test_head_patterns_on_a_hand_made_map():
 def test_real_heads_explorer_follows_text_layer_and_head(models):
     from helpers.widgets import RealHeadsExplorer
 
-    panel = RealHeadsExplorer(models[0], "the cat sat on the mat", layer=0, head=2)
-    assert "8 tokens; layer 0, head 2" in panel.message.value
-    assert "head 2 → previous token: 1.00" in panel.table.value
-    mosaic, enlarged = panel.image.value, panel.head_image.value
-    panel.head_slider.value = 5
-    assert panel.head_image.value != enlarged and panel.image.value == mosaic  # same layer
+    model = models[0]
+    panel = RealHeadsExplorer(model, "the cat sat on the mat", layer=0, head=2)
+    assert panel.message == "8 tokens; layer 0, head 2"
+    assert "head 2 → previous token: 1.00" in panel.table
+    # every layer and head is sent at once: 72 frames over 6 blocks of 12 maps
+    assert len(panel.view.frames) == 72 and len(panel.view.blocks) == 6
+    assert panel.view.focus_by == "head" and panel.view.enlarge
+    encoded = model("the cat sat on the mat")
+    assert torch.equal(panel.maps, encoded.attentions[0, 0])  # (h, T, T), the model's own
     panel.layer_slider.value = 4
-    assert panel.image.value != mosaic and "(384, 32)" in panel.table.value
+    assert torch.equal(panel.maps, encoded.attentions[4, 0]) and "(384, 32)" in panel.table
     panel.text.value = "a much longer sentence than the first one was"
-    assert "11 tokens" in panel.message.value and "(6, 1, 12, 11, 11)" in panel.table.value
+    assert panel.message == "11 tokens; layer 4, head 2" and "(6, 1, 12, 11, 11)" in panel.table
+
+
+def test_real_heads_explorer_keeps_the_last_sentence_when_a_text_is_refused(models):
+    from helpers.widgets import RealHeadsExplorer
+
+    panel = RealHeadsExplorer(models[0], "the cat sat on the mat", layer=0, head=2)
+    frames = dict(panel.view.frames)
     panel.text.value = ""
-    assert "has no words to attend to" in panel.message.value
+    assert "has no words to attend to" in panel.message
+    assert "The maps still show: 'the cat sat on the mat'." in panel.message
+    assert panel.view.frames == frames  # nothing dropped: layer and head go on working
+    panel.layer_slider.value = 3
+    assert "layer 3, head 2" in panel.table and "8 tokens" in panel.table
     panel.text.value = "hello 🙂"
-    assert "1 [UNK]" in panel.message.value
+    assert panel.view.notice == "" and "1 [UNK]" in panel.message

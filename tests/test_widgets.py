@@ -1,68 +1,127 @@
-"""helpers.widgets: move a control, assert what the panel shows; impossible settings explain."""
+"""helpers.widgets: move a control, assert what the panel sends the browser; impossible settings
+explain; every setting a control reaches next is already there."""
 
 import io
 
-import numpy as np
 import pytest
+import torch
 from PIL import Image
 
-from helpers.widgets import BlockMatrixExplorer, HeadsExplorer, QueryExplorer
+from helpers.examples import embed, seeded_attention, tokens
+from helpers.widgets import (
+    BlockMatrixExplorer,
+    HeadsExplorer,
+    OneVsManyExplorer,
+    ParameterExplorer,
+    QueryExplorer,
+    plural,
+)
 
 
 def size(png: bytes) -> tuple[int, int]:
     return Image.open(io.BytesIO(bytes(png))).size  # (width, height)
 
 
-def test_heads_explorer_redraws_maps_and_shapes_when_h_moves():
+def test_heads_explorer_follows_h_with_maps_and_shapes():
     panel = HeadsExplorer(h=4, d_model=64)
-    before = panel.image.value
-    assert "(1, 7, 64)" in panel.table.value and "(64, 16)" in panel.table.value
-    assert "matrices: 3h + 1 = 13" in panel.table.value
-    assert "parameters: 3·h·d_model·d_k + d_model² = 16,384" in panel.table.value
+    assert panel.maps.shape == (4, 7, 7)
+    assert "(1, 7, 64)" in panel.table and "(64, 16)" in panel.table
+    assert "matrices: 3h + 1 = 13" in panel.table
+    assert "parameters: 3·h·d_model·d_k + d_model² = 16,384" in panel.table
     panel.h_slider.value = 8
-    assert panel.image.value != before
-    assert size(panel.image.value)[1] > size(before)[1]  # two rows of tiles instead of one
-    assert "(64, 8)" in panel.table.value  # each W_i is d_model x d_k = 64 x 8
-    assert "(1, 8, 7, 7)" in panel.table.value  # weights (B, h, T, T)
-    assert "matrices: 3h + 1 = 25" in panel.table.value
-    assert "16,384" in panel.table.value  # the same parameters for every h
-    assert "✗" not in panel.table.value
-    assert "✓ step by step = PerHeadMultiHeadAttention: equal within atol" in panel.table.value
-    assert "h = 8 heads of d_k = 64 / 8 = 8" in panel.message.value
+    assert panel.maps.shape == (8, 7, 7)
+    assert "(64, 8)" in panel.table  # each W_i is d_model x d_k = 64 x 8
+    assert "(1, 8, 7, 7)" in panel.table  # weights (B, h, T, T)
+    assert "matrices: 3h + 1 = 25" in panel.table and "16,384" in panel.table
+    assert "✗" not in panel.table
+    assert "✓ step by step = PerHeadMultiHeadAttention: equal within atol" in panel.table
+    assert panel.message == "8 heads of d_k = 64 / 8 = 8: 8 softmaxes, 8 attention maps"
 
 
-def test_heads_explorer_d_model_slider_changes_every_shape():
+def test_the_maps_sent_are_the_modules_own_weights_bit_for_bit():
     panel = HeadsExplorer(h=4, d_model=64)
-    before = panel.image.value
-    panel.d_model_slider.value = 128
-    assert "(1, 7, 128)" in panel.table.value and "(128, 32)" in panel.table.value
-    assert "65,536" in panel.table.value
-    assert panel.image.value != before
+    x = embed(tokens(), 64)
+    for h in (1, 2, 4, 8, 16):
+        panel.h_slider.value = h
+        with torch.no_grad():
+            _, weights = seeded_attention(64, h, per_head=True)(x)  # (B, h, T, T)
+        assert torch.equal(panel.maps, weights[0]), h
+        torch.testing.assert_close(panel.maps.sum(-1), torch.ones(h, 7), atol=1e-5, rtol=0)
+
+
+def test_every_h_and_the_neighbouring_d_model_are_sent_ahead():
+    panel = HeadsExplorer(h=4, d_model=64)
+    sent = set(panel.view.frames)
+    for d_model in (48, 56, 64, 72, 80):
+        for h in range(1, 17):
+            assert f"d_model={d_model}|h={h}" in sent
+    assert "d_model=88|h=4" not in sent
+    panel.d_model_slider.value = 72  # one step: the kernel prefetches two further
+    assert {"d_model=88|h=4", "d_model=64|h=4"} <= set(panel.view.frames)
+    panel.d_model_slider.value = 512  # a jump: computed at once, then its neighbours
+    assert {"d_model=512|h=16", "d_model=496|h=16"} <= set(panel.view.frames)
+    assert "d_model=64|h=4" not in panel.view.frames  # far settings are dropped
+    assert panel.maps.shape == (4, 7, 7) and "(512, 128)" in panel.table
+
+
+def test_a_frame_is_one_buffer_of_float32_with_offsets():
+    panel = HeadsExplorer(h=4, d_model=64)
+    view = panel.view
+    frame = view.frames["d_model=64|h=8"]
+    block = view.blocks[frame["block"]]
+    assert (block["h"], block["rows"], block["titles"][7]) == (8, tokens(), "head 7")
+    data = torch.frombuffer(bytearray(view.buffer), dtype=torch.float32)
+    start, n = block["offset"], 8 * 7 * 7
+    torch.testing.assert_close(data[start : start + n].view(8, 7, 7), view.maps("d_model=64|h=8"))
+    assert len(view.buffer) == 4 * sum(b["h"] * len(b["rows"]) ** 2 for b in view.blocks.values())
 
 
 def test_heads_explorer_impossible_combination_says_why_and_recovers():
     panel = HeadsExplorer(h=4, d_model=64)
-    picture, table = panel.image.value, panel.table.value
     panel.h_slider.value = 3
-    message = panel.message.value
+    message = panel.message
     assert "d_model=64 is not divisible by num_heads=3" in message
     assert "64/3 = 21.33" in message
     assert "Head counts that work for d_model=64: 1, 2, 4, 8, 16, 32, 64." in message
-    assert "still shows the last setting that worked" in message
-    assert (panel.image.value, panel.table.value) == (picture, table)
+    assert panel.current.block is None  # the browser greys the last good frame
     panel.d_model_slider.value = 96  # 96 / 3 = 32: works again
-    assert "✗" not in panel.message.value and "(1, 3, 7, 7)" in panel.table.value
+    assert panel.current.error is None and "(1, 3, 7, 7)" in panel.table
+
+
+def test_singular_and_plural():
+    assert (plural(1, "head"), plural(2, "head"), plural(1, "softmax"), plural(3, "softmax")) == (
+        "1 head", "2 heads", "1 softmax", "3 softmaxes",
+    )  # fmt: skip
+    panel = HeadsExplorer(h=1, d_model=64)
+    assert panel.message == "1 head of d_k = 64 / 1 = 64: 1 softmax, 1 attention map"
+    assert "heads" not in panel.table.split("</table>")[1].split("matrices")[0]
 
 
 def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
     panel = HeadsExplorer()
 
-    def broken():
+    def broken(**setting):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(panel, "_render", broken)
-    panel.h_slider.value = 8
-    assert "Unexpected RuntimeError: boom" in panel.message.value
+    monkeypatch.setattr(panel, "_frame", broken)
+    panel.d_model_slider.value = 200  # a setting not sent ahead
+    assert panel.message == "Unexpected RuntimeError: boom"
+
+
+@pytest.mark.parametrize(
+    ("Panel", "what"),
+    [
+        (QueryExplorer, "the query panel"),
+        (HeadsExplorer, "the h and d_model panel"),
+        (OneVsManyExplorer, "the one-head-vs-h-heads panel"),
+        (ParameterExplorer, "the h and d_k panel"),
+        (BlockMatrixExplorer, "the block-matrix panel"),
+    ],
+)
+def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
+    panel = Panel()
+    text = panel._repr_mimebundle_()["text/plain"]
+    assert text == f"▶ Run the notebook (Run ▸ Run All Cells) to start {what}"
 
 
 def test_block_matrix_explorer_redraws_blocks_and_checks_live():
@@ -77,83 +136,54 @@ def test_block_matrix_explorer_redraws_blocks_and_checks_live():
     assert "cut into h = 8 blocks of d_k = 4 columns" in panel.message.value
     panel.h_slider.value = 5
     assert "Head counts that work for d_model=32: 1, 2, 4, 8, 16, 32." in panel.message.value
+    assert panel.image.layout.opacity == "0.3"  # greyed: it shows the last setting that worked
+    panel.h_slider.value = 4
+    assert panel.image.layout.opacity == "1" and "✗" not in panel.message.value
+    panel.h_slider.value = 1
+    assert "cut into h = 1 block of d_k = 32 columns" in panel.message.value
 
 
 def test_query_explorer_follows_the_chosen_token():
     panel = QueryExplorer()
-    before = panel.image.value
-    assert "query 2 ('sat')" in panel.table.value
+    assert "query 2 ('sat')" in panel.table
+    assert {f"query={t}" for t in range(7)} <= set(panel.view.frames)  # every query sent ahead
     panel.query.value = 4
-    assert panel.image.value != before
-    assert "query 4 ('a')" in panel.table.value
-    assert "✓ out[4] = weights[4] @ v: equal within atol 1e-05" in panel.table.value
-    assert "✓ weights[4]: all 1 rows of (7,) sum to 1" in panel.table.value
-
-
-@pytest.mark.parametrize("Panel", [HeadsExplorer, BlockMatrixExplorer, QueryExplorer])
-def test_panels_show_a_picture_and_no_error_at_start(Panel):
-    panel = Panel()
-    assert bytes(panel.image.value).startswith(b"\x89PNG") and panel.image.layout.width
-    assert "✗" not in panel.message.value + panel.table.value
-
-
-def test_every_head_count_up_to_16_draws(tmp_path):
-    panel = HeadsExplorer(h=1, d_model=240)  # 240 is divisible by 1..6, 8, 10, 12, 15, 16
-    heights = {}
-    for h in (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 16):
-        panel.h_slider.value = h
-        assert "✗" not in panel.message.value, (h, panel.message.value)
-        heights[h] = size(panel.image.value)[1]
-    assert heights[16] > heights[12] > heights[8] > heights[4]
-    pixels = np.asarray(Image.open(io.BytesIO(bytes(panel.image.value))))
-    assert pixels.std() > 10  # a picture, not a blank
-
-
-def test_the_picture_is_shown_at_its_own_pixel_width():
-    panel = HeadsExplorer(h=1, d_model=64)
-    for h in (1, 2, 16):
-        panel.h_slider.value = h
-        assert panel.image.layout.width == f"{size(panel.image.value)[0]}px"
+    assert panel.view.key(**panel.setting) == "query=4"
+    assert "query 4 ('a')" in panel.table
+    assert "✓ out[4] = Σ_j weights[4, j] · v_j: equal within atol 1e-05" in panel.table
+    weights = panel.maps[0, 4]  # the one head's row for 'a'
+    for w in weights.tolist():  # the breakdown prints the same weights the map shows
+        assert f">{w:.2f}</text>" in panel.table
+    assert panel.maps.shape == (1, 7, 7)
 
 
 def test_one_vs_many_explorer_shows_one_map_beside_h_and_checks_the_score_identity():
-    from helpers.widgets import OneVsManyExplorer
-
     panel = OneVsManyExplorer(h=4, d_model=48)
-    before = panel.image.value
-    assert "✓ one score = Σ_i head-i score / √h: equal within atol 1e-05" in panel.table.value
-    assert "✓ the same W^Q" in panel.table.value and "parameters: 9,216 both" in panel.table.value
+    assert panel.maps.shape == (5, 7, 7)
+    assert "✓ one score = Σ_i head-i score / √h: equal within atol 1e-05" in panel.table
+    assert "✓ the same W^Q" in panel.table and "parameters: 9,216 both" in panel.table
     panel.h_slider.value = 1  # one head either way: the outputs are identical
-    assert "max |out_one − out_1| = 0" in panel.table.value
+    assert "max |out_one − out_1| = 0" in panel.table
+    assert torch.equal(panel.maps[0], panel.maps[1])
     panel.h_slider.value = 8
-    assert panel.image.value != before and "(1, 8, 7, 7)" in panel.table.value
-    gap = float(panel.table.value.split("max |out_one − out_8| = ")[1].split("<")[0])
+    assert panel.maps.shape == (9, 7, 7) and "(1, 8, 7, 7)" in panel.table
+    gap = float(panel.table.split("max |out_one − out_8| = ")[1].split("<")[0])
     assert gap > 0.1
     panel.h_slider.value = 5
     assert "Head counts that work for d_model=48: 1, 2, 3, 4, 6, 8, 12, 16, 24, 48." in (
-        panel.message.value
+        panel.message
     )
 
 
 def test_parameter_explorer_follows_h_and_d_k():
-    from helpers.widgets import ParameterExplorer
-
     panel = ParameterExplorer(h=4, d_k=16, d_model=64)
-    assert "h·d_k = 4·16 = 64 = d_model" in panel.table.value
-    assert "parameters: 4·h·d_k·d_model = 16,384" in panel.table.value
-    before = panel.image.value
+    assert "h·d_k = 4·16 = 64 = d_model" in panel.table
+    assert "parameters: 4·h·d_k·d_model = 16,384" in panel.table
+    assert panel.table.count("<polyline") == 2 and panel.maps.shape == (4, 7, 7)
     panel.h_slider.value = 8
-    assert "h·d_k = 8·16 = 128 ≠ d_model = 64" in panel.table.value
-    assert "32,768" in panel.table.value and "(128, 64)" in panel.table.value  # W^O (x·W)
-    assert panel.image.value != before
+    assert "h·d_k = 8·16 = 128 ≠ d_model = 64" in panel.table
+    assert "32,768" in panel.table and "(128, 64)" in panel.table  # W^O (x·W)
     panel.d_k_slider.value = 3
-    assert "(24, 64)" in panel.table.value and "6,144" in panel.table.value  # 4·8·3·64
-    assert "✗" not in panel.message.value + panel.table.value
-
-
-def test_heads_explorer_shows_the_same_picture_when_moved_back():
-    panel = HeadsExplorer(h=4, d_model=64)
-    first = bytes(panel.image.value)
-    panel.h_slider.value = 8
-    panel.h_slider.value = 4  # served from the panel's own modules: identical numbers
-    assert bytes(panel.image.value) == first
+    assert "(24, 64)" in panel.table and "6,144" in panel.table  # 4·8·3·64
+    assert "✗" not in panel.message + panel.table
+    assert panel.maps.shape == (8, 7, 7)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -37,9 +39,13 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root_dir: Path = ROOT / "notebooks", timeout: float = 90):
+def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
     """Start JupyterLab on a free loopback port with a token; yield (base_url, token); stop it
-    (the whole process group) whatever happens."""
+    (the whole process group) whatever happens. By default it serves a copy of notebooks/, so
+    JupyterLab's autosave can never change the committed notebooks that nbval then checks."""
+    if root_dir is None:
+        copy = Path(tempfile.mkdtemp(prefix="course-notebooks-"))
+        root_dir = Path(shutil.copytree(ROOT / "notebooks", copy / "notebooks"))
     port, token = free_port(), secrets.token_hex(16)
     SCREENSHOTS.mkdir(exist_ok=True)
     log = open(SCREENSHOTS / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
@@ -119,10 +125,10 @@ def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int
 
 
 def panel(page):
-    """The first widget panel with a picture in the notebook's outputs."""
+    """The first widget panel (controls and what they change) in the notebook's outputs."""
     return (
         page.locator(".jp-OutputArea-output .widget-vbox:visible")
-        .filter(has=page.locator("img"))
+        .filter(has=page.locator(".attention-view, img"))
         .first
     )
 
@@ -136,3 +142,26 @@ def wait_for_change(read, before, timeout: float = 10.0):
             return value
         time.sleep(0.02)
     raise AssertionError(f"nothing changed within {timeout} s (still {before!r:.80})")
+
+
+def presentation_mode(page, on: bool = True) -> None:
+    """JupyterLab's View ▸ Presentation Mode, as a teacher projects a notebook."""
+    state = "() => document.querySelector('.jp-LabShell.jp-mod-presentationMode') !== null"
+    is_on = page.evaluate(state)
+    if is_on != on:
+        page.click(".lm-MenuBar-itemLabel:text-is('View')")
+        page.click(".lm-Menu-itemLabel:text-is('Appearance')")
+        page.click(".lm-Menu-itemLabel:text-is('Presentation Mode')")
+        page.wait_for_function(f"() => ({state})() === {str(on).lower()}")
+    if on:  # a teacher projects the notebook alone: the file browser closed
+        current = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+        if current.count():
+            current.first.click()
+            page.wait_for_function(
+                "() => !document.querySelector('.jp-SideBar.jp-mod-left .lm-mod-current')"
+            )
+
+
+def view(page):
+    """The first AttentionView (maps drawn in the browser) in the notebook's outputs."""
+    return page.locator(".jp-OutputArea-output .attention-view:visible").first

@@ -1,0 +1,547 @@
+// The browser half of helpers/attention_view.py: it draws attention maps the kernel computed.
+// It never computes attention: every number it shows is a float32 that came from the kernel.
+//
+// The kernel sends frames ahead: `frames` maps a key such as "d_model=64|h=4" to what that setting
+// shows (a block of maps, the side table as HTML, a note or an error); `blocks` says where each
+// block's (h, T_q, T_k) weights sit in `buffer`. The panel's sliders are tied to this widget's
+// traits with jslink, so a move picks another frame here, with no round trip to the kernel.
+
+const FONT = 14; // CSS px: the smallest text drawn anywhere in the panel
+const FONT_FAMILY = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC', sans-serif";
+const GAP = 12; // between tiles
+const TITLE = 26; // a tile's title line and its colour bar
+const LABEL_PITCH = 16; // the closest two labels may sit (font size + 2)
+const MAX_CELL = 56;
+const MIN_NUMBER_CELL = 40; // cells this large print their weight inside
+
+function element(tag, className, parent) {
+  const node = document.createElement(tag);
+  node.className = className;
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function currentKey(model) {
+  return model.get("key_by").map((name) => `${name}=${model.get(name)}`).join("|");
+}
+
+function weightsOf(model) {
+  const view = model.get("buffer");
+  if (!view || view.byteLength === 0) return new Float32Array(0);
+  // copy: a DataView's offset need not be a multiple of 4
+  const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength).slice();
+  return new Float32Array(bytes.buffer);
+}
+
+// One block's maps as a function (head, query, key) -> weight.
+function mapsOf(block, weights) {
+  const { offset, h, rows, cols } = block;
+  const tq = rows.length, tk = cols.length;
+  return { h, tq, tk, at: (i, q, k) => weights[offset + (i * tq + q) * tk + k] };
+}
+
+function fitLabel(ctx, text, width) {
+  if (ctx.measureText(text).width <= width) return text;
+  let cut = text;
+  while (cut.length > 1 && ctx.measureText(cut + "…").width > width) cut = cut.slice(0, -1);
+  return cut + "…";
+}
+
+function widest(ctx, labels) {
+  return Math.max(0, ...labels.map((s) => ctx.measureText(s).width));
+}
+
+// Where every tile goes in a w x h area: the number of columns that gives the largest square cells.
+function layoutGrid(ctx, area, maps, rows, cols, enlarge) {
+  const labelW = Math.min(widest(ctx, rows), 96) + 8;
+  const labelH = Math.min(widest(ctx, cols), 72) + 8;
+  const colorbarW = 72;
+  let gridW = area.width - labelW - colorbarW;
+  let bigCell = 0;
+  if (enlarge) {
+    // the chosen head enlarged on the right, the grid of all heads on the left
+    bigCell = Math.min(
+      MAX_CELL,
+      (area.height - labelH - TITLE) / maps.tq,
+      (gridW * 0.55 - labelW) / maps.tk,
+    );
+    gridW -= labelW + bigCell * maps.tk + GAP;
+  }
+  let best = null;
+  for (let ncol = 1; ncol <= maps.h; ncol++) {
+    const nrow = Math.ceil(maps.h / ncol);
+    const cellW = (gridW - (ncol - 1) * GAP) / (ncol * maps.tk);
+    const cellH = (area.height - labelH - nrow * TITLE - (nrow - 1) * GAP) / (nrow * maps.tq);
+    const cell = Math.min(cellW, cellH, MAX_CELL);
+    if (!best || cell > best.cell + 1e-9) best = { ncol, nrow, cell };
+  }
+  const { ncol, nrow } = best;
+  const cell = Math.max(best.cell, 1);
+  const tileW = cell * maps.tk, tileH = cell * maps.tq;
+  const tiles = [];
+  for (let i = 0; i < maps.h; i++) {
+    const r = Math.floor(i / ncol), c = i % ncol;
+    tiles.push({ head: i, x: labelW + c * (tileW + GAP), y: r * (tileH + TITLE + GAP) + TITLE, cell });
+  }
+  let big = null;
+  if (enlarge) {
+    const x = labelW + ncol * (tileW + GAP) - GAP + GAP + labelW;
+    big = { x, y: TITLE, cell: bigCell };
+  }
+  const right = big ? big.x + bigCell * maps.tk : labelW + ncol * (tileW + GAP) - GAP;
+  return { tiles, big, labelW, labelH, tileW, tileH, nrow, ncol, colorbarX: right + 16 };
+}
+
+// Every n-th label, n chosen so that labels never sit closer than LABEL_PITCH.
+function labelStep(cell) {
+  return Math.max(1, Math.ceil(LABEL_PITCH / cell));
+}
+
+function headColour(block, palette, i) {
+  return (block.colours && block.colours[i]) || palette[i % palette.length];
+}
+
+function drawTile(ctx, maps, head, tile, colormap) {
+  const image = new ImageData(maps.tk, maps.tq);
+  for (let q = 0; q < maps.tq; q++) {
+    for (let k = 0; k < maps.tk; k++) {
+      const w = maps.at(head, q, k);
+      const c = colormap[Math.max(0, Math.min(255, Math.round(w * 255)))] || [255, 255, 255];
+      const p = 4 * (q * maps.tk + k);
+      image.data[p] = c[0];
+      image.data[p + 1] = c[1];
+      image.data[p + 2] = c[2];
+      image.data[p + 3] = Number.isFinite(w) ? 255 : 0;
+    }
+  }
+  const small = new OffscreenCanvas(maps.tk, maps.tq);
+  small.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(small, tile.x, tile.y, tile.cell * maps.tk, tile.cell * maps.tq);
+  if (tile.cell >= MIN_NUMBER_CELL) {
+    ctx.font = `${FONT}px ${FONT_FAMILY}`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    for (let q = 0; q < maps.tq; q++) {
+      for (let k = 0; k < maps.tk; k++) {
+        const w = maps.at(head, q, k);
+        ctx.fillStyle = w > 0.6 ? "#000" : "#fff";
+        const cx = tile.x + (k + 0.5) * tile.cell, cy = tile.y + (q + 0.5) * tile.cell;
+        ctx.fillText(w.toFixed(2), cx, cy);
+      }
+    }
+  }
+}
+
+// A tile's title in dark text (readable on a projector) over a bar of the head's colour.
+function drawTitle(ctx, title, tile, width, colour) {
+  ctx.fillStyle = colour;
+  ctx.fillRect(tile.x, tile.y - 7, width, 5);
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#1f2328";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "bottom";
+  const text = ctx.measureText(title).width > width ? title.replace(/^head /, "") : title;
+  ctx.fillText(fitLabel(ctx, text, width + GAP - 2), tile.x + width / 2, tile.y - 9);
+}
+
+function drawQueryLabels(ctx, rows, tile, labelW, selected) {
+  const step = labelStep(tile.cell);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  rows.forEach((word, q) => {
+    if (q % step !== 0 && q !== selected) return;
+    if (q !== selected && selected >= 0 && Math.abs(q - selected) < step) return;
+    ctx.font = `${q === selected ? "bold " : ""}${FONT}px ${FONT_FAMILY}`;
+    ctx.fillStyle = q === selected ? "#000" : "#333";
+    ctx.fillText(fitLabel(ctx, word, labelW - 8), tile.x - 6, tile.y + (q + 0.5) * tile.cell);
+  });
+}
+
+function drawKeyLabels(ctx, cols, tile, tq, labelH) {
+  const step = labelStep(tile.cell);
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#333";
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  cols.forEach((word, k) => {
+    if (k % step !== 0) return;
+    ctx.save();
+    ctx.translate(tile.x + (k + 0.5) * tile.cell, tile.y + tq * tile.cell + 6);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText(fitLabel(ctx, word, labelH - 8), 0, 0);
+    ctx.restore();
+  });
+}
+
+function drawColorbar(ctx, x, y, height, colormap) {
+  const w = 14;
+  for (let i = 0; i < 256; i++) {
+    const c = colormap[255 - i];
+    ctx.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`;
+    ctx.fillRect(x, y + (i * height) / 256, w, height / 256 + 0.5);
+  }
+  ctx.strokeStyle = "#666";
+  ctx.lineWidth = 1;
+  ctx.strokeRect(x, y, w, height);
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#333";
+  ctx.textAlign = "left";
+  ctx.textBaseline = "middle";
+  for (const v of [0, 0.5, 1]) ctx.fillText(String(v), x + w + 4, y + (1 - v) * height);
+}
+
+// The maps mode: one tile per head, rows = queries, columns = keys.
+function drawMaps(ctx, area, frame, block, maps, view) {
+  const { palette, colormap, selected, focus, enlarge } = view;
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  const grid = layoutGrid(ctx, area, maps, block.rows, block.cols, enlarge);
+  const titles = block.titles;
+  for (const tile of grid.tiles) {
+    drawTile(ctx, maps, tile.head, tile, colormap);
+    drawTitle(ctx, titles[tile.head], tile, grid.tileW, headColour(block, palette, tile.head));
+    if (tile.head === focus) {
+      ctx.strokeStyle = "#000";
+      ctx.lineWidth = 3;
+      ctx.strokeRect(tile.x - 2.5, tile.y - 2.5, grid.tileW + 5, grid.tileH + 5);
+    }
+  }
+  // labels: queries left of the first column, keys under the lowest tile of each column
+  for (const tile of grid.tiles) {
+    if (tile.head % grid.ncol === 0) drawQueryLabels(ctx, block.rows, tile, grid.labelW, selected);
+    if (tile.head + grid.ncol >= maps.h) drawKeyLabels(ctx, block.cols, tile, maps.tq, grid.labelH);
+  }
+  if (grid.big) {
+    const big = { head: focus, ...grid.big };
+    drawTile(ctx, maps, focus, big, colormap);
+    const title = `${titles[focus]} (enlarged)`;
+    drawTitle(ctx, title, big, big.cell * maps.tk, headColour(block, palette, focus));
+    drawQueryLabels(ctx, block.rows, big, grid.labelW, selected);
+    drawKeyLabels(ctx, block.cols, big, maps.tq, grid.labelH);
+    grid.tiles.push(big);
+  }
+  if (selected >= 0 && selected < maps.tq) {
+    for (const tile of grid.tiles) {
+      const w = tile.cell * maps.tk;
+      ctx.fillStyle = "rgba(255,255,255,0.55)"; // dim every other row
+      ctx.fillRect(tile.x, tile.y, w, selected * tile.cell);
+      ctx.fillRect(tile.x, tile.y + (selected + 1) * tile.cell, w, (maps.tq - selected - 1) * tile.cell);
+      ctx.strokeStyle = "#000";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(tile.x - 1, tile.y + selected * tile.cell - 1, w + 2, tile.cell + 2);
+    }
+  }
+  drawColorbar(ctx, grid.colorbarX, TITLE, Math.min(area.height - grid.labelH - TITLE, 240), colormap);
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#333";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "bottom";
+  ctx.fillText("weight", grid.colorbarX + 7, TITLE - 3);
+  return grid;
+}
+
+// The lines mode (as in bertviz's head view): queries on the left, keys on the right, one line per
+// (query, key) per head, as opaque as its weight, in the head's colour.
+function drawLines(ctx, area, frame, block, maps, view) {
+  const { palette, selected, focus } = view;
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  const legend = 26;
+  const labelW = Math.min(Math.max(widest(ctx, block.rows), widest(ctx, block.cols)), 120) + 10;
+  const top = legend + 12;
+  const pitchQ = (area.height - top - 4) / Math.max(maps.tq, 1);
+  const pitchK = (area.height - top - 4) / Math.max(maps.tk, 1);
+  const span = Math.min(area.width - 2 * labelW - 20, 380);
+  const left = labelW + 4, right = left + span;
+  const yq = (q) => top + (q + 0.5) * pitchQ;
+  const yk = (k) => top + (k + 0.5) * pitchK;
+  const heads = focus >= 0 && focus < maps.h ? [focus] : [...Array(maps.h).keys()];
+  ctx.lineWidth = 2.5;
+  let count = 0;
+  for (const i of heads) {
+    ctx.strokeStyle = headColour(block, palette, i);
+    for (let q = 0; q < maps.tq; q++) {
+      if (selected >= 0 && q !== selected) continue;
+      for (let k = 0; k < maps.tk; k++) {
+        const w = maps.at(i, q, k);
+        if (!(w > 0.01)) continue;
+        ctx.globalAlpha = Math.min(1, w * (selected >= 0 ? 1 : 0.9));
+        count += 1;
+        ctx.beginPath();
+        ctx.moveTo(left, yq(q));
+        ctx.lineTo(right, yk(k));
+        ctx.stroke();
+      }
+    }
+  }
+  ctx.globalAlpha = 1;
+  const stepQ = Math.max(1, Math.ceil(LABEL_PITCH / pitchQ));
+  const stepK = Math.max(1, Math.ceil(LABEL_PITCH / pitchK));
+  ctx.textBaseline = "middle";
+  block.rows.forEach((word, q) => {
+    if (q % stepQ !== 0 && q !== selected) return;
+    ctx.font = `${q === selected ? "bold " : ""}${FONT}px ${FONT_FAMILY}`;
+    ctx.fillStyle = selected < 0 || q === selected ? "#000" : "#888";
+    ctx.textAlign = "right";
+    ctx.fillText(fitLabel(ctx, word, labelW - 8), left - 6, yq(q));
+  });
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#000";
+  ctx.textAlign = "left";
+  block.cols.forEach((word, k) => {
+    if (k % stepK === 0) ctx.fillText(fitLabel(ctx, word, labelW - 8), right + 6, yk(k));
+  });
+  // legend: one swatch per head drawn
+  let x = left;
+  ctx.textBaseline = "middle";
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  for (const i of heads) {
+    const label = block.titles[i];
+    const w = ctx.measureText(label).width;
+    if (x + w + 18 > area.width) break;
+    ctx.fillStyle = headColour(block, palette, i);
+    ctx.fillRect(x, legend / 2 - 5, 12, 12);
+    ctx.fillText(label, x + 16, legend / 2 + 1);
+    x += w + 30;
+  }
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#555";
+  ctx.textAlign = "center";
+  return { lines: { left, right, yq, yk, pitchQ, pitchK, labelW, count } };
+}
+
+function render({ model, el }) {
+  el.classList.add("attention-view");
+  const message = element("div", "av-message", el);
+  const toolbar = element("div", "av-toolbar", el);
+  const body = element("div", "av-body", el);
+  const mapsBox = element("div", "av-maps", body);
+  const canvas = element("canvas", "av-canvas", mapsBox);
+  const side = element("div", "av-side", body);
+  const tooltip = element("div", "av-tooltip", mapsBox);
+  const buttons = {};
+  for (const [mode, label] of [["maps", "maps"], ["lines", "lines (query → key)"]]) {
+    const b = element("button", "av-mode", toolbar);
+    b.type = "button";
+    b.textContent = label;
+    b.addEventListener("click", () => {
+      model.set("mode", mode);
+      model.save_changes();
+    });
+    buttons[mode] = b;
+  }
+  const hint = element("span", "av-hint", toolbar);
+  hint.textContent = "hover a cell for its weight · click a query (row or word) to follow it";
+
+  let weights = weightsOf(model);
+  let shown = null; // { key, frame, block, maps, geometry } of the last frame drawn with maps
+  let lastSide = null;
+
+  function colormap() {
+    return model.get("colormap").map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
+  }
+
+  function setMessage(kind, text) {
+    message.className = `av-message av-${kind}`;
+    message.textContent = text;
+  }
+
+  function draw() {
+    const key = currentKey(model);
+    const frames = model.get("frames");
+    const frame = frames[key];
+    const notice = model.get("notice");
+    let state = "ok";
+    let drawFrame = frame;
+    if (!frame) {
+      state = "pending";
+      drawFrame = shown && shown.frame;
+    } else if (frame.error) {
+      state = "error";
+      drawFrame = shown && frames[shown.key] ? shown.frame : null;
+    }
+    el.dataset.key = key;
+    el.dataset.state = state;
+    el.classList.toggle("av-stale", state !== "ok");
+    const what = model.get("key_by").map((n) => `${n} = ${model.get(n)}`).join(", ");
+    if (state === "pending") setMessage("pending", `⏳ computing ${what} …`);
+    else if (state === "error") {
+      const stale = drawFrame ? " The greyed maps and table show the last setting that worked." : "";
+      setMessage("error", `✗ ${frame.error}${stale}`);
+    } else if (notice) setMessage("error", `✗ ${notice}`);
+    else setMessage("ok", frame.note || "");
+    for (const [mode, b] of Object.entries(buttons)) b.classList.toggle("av-on", model.get("mode") === mode);
+
+    const width = Math.max(mapsBox.clientWidth, 320);
+    const height = model.get("height");
+    const dpr = window.devicePixelRatio || 1;
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    if (!drawFrame) {
+      side.innerHTML = "";
+      lastSide = null;
+      shown = null;
+      announce(key, state);
+      return;
+    }
+    const block = model.get("blocks")[drawFrame.block];
+    const maps = mapsOf(block, weights);
+    const options = {
+      palette: model.get("palette"),
+      colormap: colormap(),
+      selected: model.get("query"),
+      focus: model.get("focus_by") ? model.get(model.get("focus_by")) : -1,
+      enlarge: model.get("enlarge"),
+    };
+    const area = { width, height };
+    const geometry = model.get("mode") === "lines"
+      ? drawLines(ctx, area, drawFrame, block, maps, options)
+      : drawMaps(ctx, area, drawFrame, block, maps, options);
+    if (drawFrame.side !== lastSide) {
+      side.innerHTML = drawFrame.side;
+      lastSide = drawFrame.side;
+    }
+    shown = { key: state === "ok" ? key : shown.key, frame: drawFrame, block, maps, geometry };
+    announce(key, state);
+  }
+
+  // for tests and `make bench`: which frame is on screen, and when it was drawn
+  function announce(key, state) {
+    el.dataset.drawn = String((Number(el.dataset.drawn) || 0) + 1);
+    el.dataset.query = String(model.get("query"));
+    el.dataset.mode = model.get("mode");
+    const detail = { key, state, note: message.textContent };
+    // the time of the animation frame that paints the drawing
+    requestAnimationFrame(() => {
+      const t = performance.now();
+      window.dispatchEvent(new CustomEvent("attention-view:drawn", { detail: { ...detail, t } }));
+    });
+  }
+
+  // (head, query, key) under a point of the canvas, or null
+  function cellAt(x, y) {
+    if (!shown || el.dataset.state !== "ok") return null;
+    const { geometry, maps } = shown;
+    if (geometry.tiles) {
+      for (const t of geometry.tiles) {
+        const k = Math.floor((x - t.x) / t.cell), q = Math.floor((y - t.y) / t.cell);
+        if (k >= 0 && k < maps.tk && q >= 0 && q < maps.tq) return { head: t.head, q, k };
+      }
+      const first = geometry.tiles.find((t) => x < t.x && x > t.x - geometry.labelW);
+      if (first) {
+        const q = Math.floor((y - first.y) / first.cell);
+        if (q >= 0 && q < maps.tq) return { head: null, q, k: null };
+      }
+      return null;
+    }
+    const L = geometry.lines;
+    if (x < L.left + 4) {
+      const q = Math.floor((y - L.yq(0) + L.pitchQ / 2) / L.pitchQ);
+      if (q >= 0 && q < maps.tq) return { head: null, q, k: null };
+    }
+    return null;
+  }
+
+  function showTooltip(event) {
+    const rect = canvas.getBoundingClientRect();
+    const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
+    if (!hit || hit.head === null) {
+      tooltip.style.display = "none";
+      canvas.style.cursor = hit ? "pointer" : "default";
+      return;
+    }
+    const { block, maps } = shown;
+    const w = maps.at(hit.head, hit.q, hit.k);
+    tooltip.textContent = `${block.titles[hit.head]} · query '${block.rows[hit.q]}' → key '${block.cols[hit.k]}' · ${w.toFixed(3)}`;
+    tooltip.dataset.head = hit.head;
+    tooltip.dataset.query = hit.q;
+    tooltip.dataset.key = hit.k;
+    tooltip.style.display = "block";
+    const x = event.clientX - rect.left + 14, y = event.clientY - rect.top + 14;
+    tooltip.style.left = `${Math.min(x, mapsBox.clientWidth - tooltip.offsetWidth - 4)}px`;
+    tooltip.style.top = `${y}px`;
+    canvas.style.cursor = "pointer";
+  }
+
+  function selectQuery(event) {
+    const rect = canvas.getBoundingClientRect();
+    const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
+    if (!hit) return;
+    const keep = model.get("key_by").includes("query"); // the query is a control: never unset
+    model.set("query", hit.q === model.get("query") && !keep ? -1 : hit.q);
+    model.save_changes();
+  }
+
+  canvas.addEventListener("mousemove", showTooltip);
+  canvas.addEventListener("mouseleave", () => (tooltip.style.display = "none"));
+  canvas.addEventListener("click", selectQuery);
+
+  const onBuffer = () => {
+    weights = weightsOf(model);
+    draw();
+  };
+  model.on("change:buffer", onBuffer);
+  const traits = ["frames", "blocks", "mode", "query", "notice", "height", "palette", "colormap"];
+  const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
+  const redraw = () => draw();
+  for (const name of [...traits, ...controls]) model.on(`change:${name}`, redraw);
+  const resize = new ResizeObserver(redraw);
+  resize.observe(mapsBox);
+  // a zoom changes devicePixelRatio: redraw so the canvas stays sharp
+  let zoom = null;
+  const watchZoom = () => {
+    zoom = matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`);
+    zoom.addEventListener("change", onZoom, { once: true });
+  };
+  const onZoom = () => {
+    redraw();
+    watchZoom();
+  };
+  watchZoom();
+  el.attentionView = {
+    // client coordinates of a cell's centre, for tests that point at it
+    cellCenter(head, q, k) {
+      const rect = canvas.getBoundingClientRect();
+      const t = shown && shown.geometry.tiles && shown.geometry.tiles.find((tile) => tile.head === head);
+      if (!t) return null;
+      return { x: rect.left + t.x + (k + 0.5) * t.cell, y: rect.top + t.y + (q + 0.5) * t.cell };
+    },
+    labelCenter(q) {
+      const rect = canvas.getBoundingClientRect();
+      if (!shown) return null;
+      if (shown.geometry.lines) {
+        const L = shown.geometry.lines;
+        return { x: rect.left + L.left - 10, y: rect.top + L.yq(q) };
+      }
+      const t = shown.geometry.tiles[0];
+      return { x: rect.left + t.x - 10, y: rect.top + t.y + (q + 0.5) * t.cell };
+    },
+    shape() {
+      return shown ? [shown.maps.h, shown.maps.tq] : null;
+    },
+    // the colour drawn inside a cell, a fifth of the way in (clear of the number printed there)
+    pixelOf(head, q, k) {
+      const t = shown && shown.geometry.tiles && shown.geometry.tiles.find((tile) => tile.head === head);
+      if (!t) return null;
+      const dpr = canvas.width / canvas.clientWidth;
+      const x = (t.x + (k + 0.2) * t.cell) * dpr, y = (t.y + (q + 0.2) * t.cell) * dpr;
+      return [...canvas.getContext("2d").getImageData(Math.round(x), Math.round(y), 1, 1).data];
+    },
+    linesDrawn() {
+      return shown && shown.geometry.lines ? shown.geometry.lines.count : 0;
+    },
+  };
+  draw();
+  return () => {
+    resize.disconnect();
+    if (zoom) zoom.removeEventListener("change", onZoom);
+    model.off("change:buffer", onBuffer);
+    for (const name of [...traits, ...controls]) model.off(`change:${name}`, redraw);
+  };
+}
+
+export default { render };

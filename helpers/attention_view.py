@@ -1,0 +1,150 @@
+"""`AttentionView`: a widget of the course's own that draws attention maps in the browser.
+
+The kernel computes; the browser only draws. A panel computes every setting its controls can
+reach next (with `helpers.attention` and its checks) and hands each to the view as a *frame*:
+a block of maps (h, T_q, T_k), the side table as HTML and a one-line note, or an error saying
+why that setting cannot work. The maps travel as one float32 buffer. The panel's sliders are tied
+to the view's traits with `widgets.jslink`, so a move switches frames inside the browser (one
+frame on screen later, no round trip to the kernel); the kernel then prefetches around the new
+setting. The JavaScript sits beside this file (`attention_view.js`, `attention_view.css`): no
+build step, nothing fetched from a CDN.
+
+In the browser: hover a cell for its weight (3 decimals), click a query (a row or its word) to
+follow it through every head, and switch between maps and lines (query → key, as in bertviz).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anywidget
+import numpy as np
+import torch
+import traitlets
+
+from helpers.palette import HEAD_COLOURS
+from helpers.plots import colormap_table
+
+__all__ = ["AttentionView", "Frame"]
+
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What one setting of the controls shows: a block of maps (by id), the side HTML, a note;
+    or, for a setting that cannot work, only `error` (the browser greys the last good frame)."""
+
+    block: str | None = None
+    side: str = ""
+    note: str = ""
+    error: str | None = None
+
+
+class AttentionView(anywidget.AnyWidget):
+    """h attention maps drawn on a canvas at the screen's pixel ratio, with a side table.
+
+    `key_by` names the traits (tied to the panel's controls) whose values pick the frame shown,
+    e.g. ("d_model", "h") -> the frame "d_model=64|h=4". `focus_by` names the trait that picks a
+    head to outline (and, with `enlarge`, to draw large). `query` is the followed row (-1: none).
+    """
+
+    _esm = HERE / "attention_view.js"
+    _css = HERE / "attention_view.css"
+
+    buffer = traitlets.Bytes(b"").tag(sync=True)
+    blocks = traitlets.Dict().tag(sync=True)
+    frames = traitlets.Dict().tag(sync=True)
+    key_by = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    focus_by = traitlets.Unicode("").tag(sync=True)
+    enlarge = traitlets.Bool(False).tag(sync=True)
+    # the controls a panel may tie to the view
+    h = traitlets.Int(1).tag(sync=True)
+    d_model = traitlets.Int(0).tag(sync=True)
+    d_k = traitlets.Int(0).tag(sync=True)
+    layer = traitlets.Int(0).tag(sync=True)
+    head = traitlets.Int(-1).tag(sync=True)
+    query = traitlets.Int(-1).tag(sync=True)
+    mode = traitlets.Unicode("maps").tag(sync=True)
+    notice = traitlets.Unicode("").tag(sync=True)  # a kernel message above the maps
+    height = traitlets.Int(420).tag(sync=True)  # CSS px of the drawing area, whatever h is
+    palette = traitlets.List(traitlets.Unicode(), list(HEAD_COLOURS)).tag(sync=True)
+    colormap = traitlets.List(traitlets.Unicode()).tag(sync=True)
+
+    def __init__(self, key_by: Iterable[str], **kwargs):
+        super().__init__(key_by=list(key_by), colormap=colormap_table(), **kwargs)
+        self._blocks: dict[str, tuple[dict, np.ndarray]] = {}
+        self._frames: dict[str, Frame] = {}
+
+    def __repr__(self) -> str:
+        return "AttentionView(): run the notebook to draw it"
+
+    def key(self, **setting: int) -> str:
+        """The frame key of a setting, built as the browser builds it from the traits."""
+        missing = [name for name in self.key_by if name not in setting]
+        if missing:
+            raise ValueError(f"a setting needs {self.key_by}; got {sorted(setting)}")
+        return "|".join(f"{name}={int(setting[name])}" for name in self.key_by)
+
+    def has(self, key: str) -> bool:
+        return key in self._frames
+
+    def has_maps(self, block: str) -> bool:
+        return block in self._blocks
+
+    def add_maps(
+        self,
+        block: str,
+        weights: torch.Tensor,
+        rows: list[str],
+        cols: list[str],
+        titles: list[str],
+        colours: list[str] | None = None,
+    ) -> str:
+        """Stage a block of maps (h, T_q, T_k) with its query and key labels and tile titles."""
+        w = torch.as_tensor(weights).detach().to("cpu", torch.float32)
+        if w.dim() != 3 or w.shape[1:] != (len(rows), len(cols)) or len(titles) != w.shape[0]:
+            raise ValueError(
+                f"add_maps expects weights (h, T_q, T_k) = ({len(titles)}, {len(rows)}, "
+                f"{len(cols)}) for {len(titles)} titles, {len(rows)} queries and {len(cols)} "
+                f"keys; got {tuple(w.shape)}."
+            )
+        meta = {"rows": list(rows), "cols": list(cols), "titles": list(titles), "h": w.shape[0]}
+        if colours is not None:
+            meta["colours"] = list(colours)
+        self._blocks[block] = (meta, w.numpy().astype("<f4").ravel())
+        return block
+
+    def add_frame(self, key: str, frame: Frame) -> None:
+        if frame.error is None and frame.block not in self._blocks:
+            raise ValueError(f"frame {key!r} shows block {frame.block!r}, which was not added")
+        self._frames[key] = frame
+
+    def frame(self, key: str) -> Frame | None:
+        return self._frames.get(key)
+
+    def maps(self, key: str) -> torch.Tensor:
+        """The (h, T_q, T_k) weights a frame shows, as the browser receives them."""
+        meta, data = self._blocks[self._frames[key].block]
+        return torch.from_numpy(data.copy()).view(meta["h"], len(meta["rows"]), len(meta["cols"]))
+
+    def publish(self, keep: set[str] | None = None) -> None:
+        """Send the staged frames to the browser in one message; drop frames not in `keep`."""
+        if keep is not None:
+            self._frames = {k: f for k, f in self._frames.items() if k in keep}
+        used = {f.block for f in self._frames.values() if f.error is None}
+        self._blocks = {b: v for b, v in self._blocks.items() if b in used}
+        blocks, pieces, offset = {}, [], 0
+        for name, (meta, data) in self._blocks.items():
+            blocks[name] = {**meta, "offset": offset}
+            pieces.append(data)
+            offset += data.size
+        buffer = np.concatenate(pieces).tobytes() if pieces else b""
+        frames = {
+            k: {"block": f.block, "side": f.side, "note": f.note, "error": f.error}
+            for k, f in self._frames.items()
+        }
+        with self.hold_sync():  # one message: the browser never sees frames without their maps
+            self.buffer, self.blocks, self.frames = buffer, blocks, frames

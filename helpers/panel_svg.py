@@ -1,0 +1,149 @@
+"""Small figures for a panel's side column, written as SVG text from plain tensors.
+
+A panel sends one per setting ahead of time, so they must cost well under a millisecond to
+make; SVG stays sharp at any zoom and on a projector. Knows nothing of modules or widgets.
+Text is 14 px or larger, like everything else in a panel.
+"""
+
+from __future__ import annotations
+
+import html
+
+import matplotlib
+import torch
+
+__all__ = ["query_breakdown_svg", "parameter_counts_svg"]
+
+FONT = 14
+ROW = 22  # px per token row
+
+
+def _hex(rgba) -> str:
+    r, g, b = (round(255 * c) for c in rgba[:3])
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _text(x: float, y: float, s: str, anchor: str = "start", extra: str = "") -> str:
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{FONT}" text-anchor="{anchor}" '
+        f'dominant-baseline="middle"{extra}>{html.escape(s, quote=False)}</text>'
+    )
+
+
+def query_breakdown_svg(
+    scores: torch.Tensor,
+    weights: torch.Tensor,
+    weighted_values: torch.Tensor,
+    out: torch.Tensor,
+    words: list[str],
+    query: int,
+    cmap: str = "viridis",
+) -> str:
+    """One query's path through attention, as three columns beside its words:
+    1. its scores (T,) as bars around 0; 2. its weights (T,) as bars on 0..1;
+    3. weighted_values (T, d_k) = weight_j · v_j per row, and their sum `out` (d_k,) below.
+    Every number drawn is one the kernel computed; nothing is recomputed here."""
+    T, d_k = weighted_values.shape
+    label_w, bar_w, cell = 96, 118, max(6, min(16, 160 // d_k))
+    x_scores, x_weights = label_w + 8, label_w + 8 + bar_w + 26
+    x_values = x_weights + bar_w + 26
+    top = 2.2 * ROW
+    width = x_values + cell * d_k + 8
+    height = top + (T + 1.6) * ROW + 4
+    limit = float(scores.abs().max()) or 1.0
+    v_limit = float(torch.cat([weighted_values.flatten(), out]).abs().max()) or 1.0
+    colours, diverging = matplotlib.colormaps[cmap], matplotlib.colormaps["RdBu_r"]
+    parts = [
+        _text(x_scores, 0.5 * ROW, "1. scores", extra=' font-weight="bold"'),
+        _text(x_scores, 1.4 * ROW, "q·k / √d_k"),
+        _text(x_weights, 0.5 * ROW, "2. softmax", extra=' font-weight="bold"'),
+        _text(x_weights, 1.4 * ROW, f"sum = {float(weights.sum()):.2f}"),
+        _text(x_values, 0.5 * ROW, "3. weight × v", extra=' font-weight="bold"'),
+        _text(x_values, 1.4 * ROW, f"({d_k} features)"),
+    ]
+    zero = x_scores + bar_w / 2
+    parts.append(
+        f'<line x1="{zero}" x2="{zero}" y1="{top - 4}" y2="{top + T * ROW}" stroke="#333"/>'
+    )
+    for j, word in enumerate(words):
+        y = top + j * ROW
+        bold = ' font-weight="bold"' if j == query else ""
+        parts.append(_text(label_w, y + ROW / 2, word[:12], "end", bold))
+        s, w = float(scores[j]), float(weights[j])
+        length = abs(s) / limit * (bar_w / 2 - 4)
+        left = zero if s >= 0 else zero - length
+        parts.append(
+            f'<rect x="{left:.1f}" y="{y + 4}" width="{length:.1f}" height="{ROW - 8}" '
+            f'fill="#6e7781"><title>{s:.3f}</title></rect>'
+        )
+        parts.append(
+            f'<rect x="{x_weights}" y="{y + 4}" width="{w * (bar_w - 40):.1f}" '
+            f'height="{ROW - 8}" fill="{_hex(colours(w))}"><title>{w:.3f}</title></rect>'
+        )
+        parts.append(_text(x_weights + w * (bar_w - 40) + 4, y + ROW / 2, f"{w:.2f}"))
+        for f in range(d_k):
+            value = float(weighted_values[j, f])
+            fill = _hex(diverging(0.5 + value / (2 * v_limit)))
+            parts.append(
+                f'<rect x="{x_values + f * cell}" y="{y + 2}" width="{cell}" height="{ROW - 4}" '
+                f'fill="{fill}"/>'
+            )
+    y = top + (T + 0.4) * ROW
+    parts.append(_text(x_values - 6, y + ROW / 2, "out = Σ rows", "end", ' font-weight="bold"'))
+    for f in range(d_k):
+        fill = _hex(diverging(0.5 + float(out[f]) / (2 * v_limit)))
+        parts.append(
+            f'<rect x="{x_values + f * cell}" y="{y + 2}" width="{cell}" height="{ROW - 4}" '
+            f'fill="{fill}" stroke="#000" stroke-width="0.6"/>'
+        )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}">{"".join(parts)}</svg>'
+    )
+
+
+def parameter_counts_svg(
+    series: dict[str, tuple[list[int], list[int]]],
+    colours: list[str],
+    highlight: int | None = None,
+    width: int = 440,
+    height: int = 210,
+) -> str:
+    """Parameters against h: one line (with dots) per label, each (head counts, counts);
+    a dashed line at the current h. The y axis starts at 0."""
+    left, right, top, bottom = 70, 12, 10 + 22 * len(series), 40
+    hs = sorted({h for xs, _ in series.values() for h in xs})
+    top_value = max(max(counts) for _, counts in series.values()) * 1.1 or 1
+    x_of = lambda h: left + (h - hs[0]) / max(hs[-1] - hs[0], 1) * (width - left - right)  # noqa: E731
+    y_of = lambda v: height - bottom - v / top_value * (height - top - bottom)  # noqa: E731
+    parts = [
+        f'<line x1="{left}" x2="{width - right}" y1="{height - bottom}" y2="{height - bottom}" '
+        'stroke="#333"/>',
+        f'<line x1="{left}" x2="{left}" y1="{top}" y2="{height - bottom}" stroke="#333"/>',
+        _text((left + width - right) / 2, height - 10, "number of heads h", "middle"),
+        _text(left - 6, y_of(0), "0", "end"),
+        _text(left - 6, y_of(top_value / 1.1), f"{top_value / 1.1:,.0f}", "end"),
+    ]
+    for h in (hs[0], hs[-1], *([highlight] if highlight else [])):
+        parts.append(_text(x_of(h), height - bottom + 12, str(h), "middle"))
+    if highlight is not None:
+        x = x_of(highlight)
+        parts.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{height - bottom}" stroke="#555" '
+            'stroke-dasharray="4 3"/>'
+        )
+    for i, ((label, (xs, counts)), colour) in enumerate(zip(series.items(), colours)):
+        points = " ".join(f"{x_of(h):.1f},{y_of(c):.1f}" for h, c in zip(xs, counts))
+        parts.append(
+            f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"/>'
+        )
+        for h, c in zip(xs, counts):
+            r = 5 if h == highlight else 3
+            parts.append(f'<circle cx="{x_of(h):.1f}" cy="{y_of(c):.1f}" r="{r}" fill="{colour}"/>')
+        y = 8 + 22 * i
+        parts.append(f'<rect x="{left + 4}" y="{y}" width="14" height="14" fill="{colour}"/>')
+        parts.append(_text(left + 24, y + 7, label))
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">{"".join(parts)}</svg>'
+    )
