@@ -46,7 +46,9 @@ nbval: setup
 notebooks: setup
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=300 \
-		--ExecutePreprocessor.record_timing=False $(NOTEBOOKS)/*.ipynb
+		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False \
+		$(NOTEBOOKS)/*.ipynb
+	$(BIN)/python -m tests.strip_widget_state $(NOTEBOOKS)/*.ipynb
 
 # a benchmark, not a test: it never fails on a time
 bench: setup

@@ -27,3 +27,25 @@ def test_notebook_is_committed_executed_in_order(path):
     assert nb["cells"][0]["cell_type"] == "markdown", (
         "the first cell says what the notebook answers"
     )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_panel_shows_one_friendly_line_before_the_notebook_runs(path):
+    """No saved widget state (JupyterLab does not draw from it), so before Run All every panel
+    shows its text/plain line, and that line is the friendly one, not a widget repr."""
+    nb = json.loads(path.read_text())
+    assert "widgets" not in nb["metadata"], "run `make notebooks` (it strips widget state)"
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            if "application/vnd.jupyter.widget-view+json" in output.get("data", {}):
+                text = "".join(output["data"]["text/plain"])
+                assert text.startswith("▶ Run the notebook (Run ▸ Run All Cells) to start"), text
+
+
+def test_strip_widget_state_removes_only_the_widget_state(tmp_path):
+    from tests.strip_widget_state import main
+
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"cells": [], "metadata": {"widgets": {"x": 1}, "kernelspec": {}}}))
+    main([str(path)])
+    assert json.loads(path.read_text()) == {"cells": [], "metadata": {"kernelspec": {}}}
