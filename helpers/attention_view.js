@@ -56,14 +56,16 @@ function layoutGrid(ctx, area, maps, rows, cols, enlarge) {
   const labelW = Math.min(widest(ctx, rows), 96) + 8;
   const labelH = Math.min(widest(ctx, cols), 72) + 8;
   const colorbarW = 72;
-  let gridW = area.width - labelW - colorbarW;
+  // with one head enlarged, the grid of all heads is an overview: no labels (hover tells)
+  const gridLabelW = enlarge ? 4 : labelW, gridLabelH = enlarge ? 4 : labelH;
+  let gridW = area.width - gridLabelW - colorbarW;
   let bigCell = 0;
   if (enlarge) {
     // the chosen head enlarged on the right, the grid of all heads on the left
     bigCell = Math.min(
       MAX_CELL,
       (area.height - labelH - TITLE) / maps.tq,
-      (gridW * 0.55 - labelW) / maps.tk,
+      (gridW * 0.62 - labelW) / maps.tk,
     );
     gridW -= labelW + bigCell * maps.tk + GAP;
   }
@@ -71,7 +73,7 @@ function layoutGrid(ctx, area, maps, rows, cols, enlarge) {
   for (let ncol = 1; ncol <= maps.h; ncol++) {
     const nrow = Math.ceil(maps.h / ncol);
     const cellW = (gridW - (ncol - 1) * GAP) / (ncol * maps.tk);
-    const cellH = (area.height - labelH - nrow * TITLE - (nrow - 1) * GAP) / (nrow * maps.tq);
+    const cellH = (area.height - gridLabelH - nrow * TITLE - (nrow - 1) * GAP) / (nrow * maps.tq);
     const cell = Math.min(cellW, cellH, MAX_CELL);
     if (!best || cell > best.cell + 1e-9) best = { ncol, nrow, cell };
   }
@@ -81,14 +83,11 @@ function layoutGrid(ctx, area, maps, rows, cols, enlarge) {
   const tiles = [];
   for (let i = 0; i < maps.h; i++) {
     const r = Math.floor(i / ncol), c = i % ncol;
-    tiles.push({ head: i, x: labelW + c * (tileW + GAP), y: r * (tileH + TITLE + GAP) + TITLE, cell });
+    tiles.push({ head: i, x: gridLabelW + c * (tileW + GAP), y: r * (tileH + TITLE + GAP) + TITLE, cell });
   }
   let big = null;
-  if (enlarge) {
-    const x = labelW + ncol * (tileW + GAP) - GAP + GAP + labelW;
-    big = { x, y: TITLE, cell: bigCell };
-  }
-  const right = big ? big.x + bigCell * maps.tk : labelW + ncol * (tileW + GAP) - GAP;
+  if (enlarge) big = { x: gridLabelW + ncol * (tileW + GAP) + labelW, y: TITLE, cell: bigCell };
+  const right = big ? big.x + bigCell * maps.tk : gridLabelW + ncol * (tileW + GAP) - GAP;
   return { tiles, big, labelW, labelH, tileW, tileH, nrow, ncol, colorbarX: right + 16 };
 }
 
@@ -207,7 +206,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
     }
   }
   // labels: queries left of the first column, keys under the lowest tile of each column
-  for (const tile of grid.tiles) {
+  for (const tile of grid.big ? [] : grid.tiles) {
     if (tile.head % grid.ncol === 0) drawQueryLabels(ctx, block.rows, tile, grid.labelW, selected);
     if (tile.head + grid.ncol >= maps.h) drawKeyLabels(ctx, block.cols, tile, maps.tq, grid.labelH);
   }
@@ -219,6 +218,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
     drawQueryLabels(ctx, block.rows, big, grid.labelW, selected);
     drawKeyLabels(ctx, block.cols, big, maps.tq, grid.labelH);
     grid.tiles.push(big);
+    grid.labelled = big;
   }
   if (selected >= 0 && selected < maps.tq) {
     for (const tile of grid.tiles) {
@@ -309,6 +309,62 @@ function drawLines(ctx, area, frame, block, maps, view) {
   return { lines: { left, right, yq, yk, pitchQ, pitchK, labelW, count } };
 }
 
+// A weight matrix in the x·W layout (rows = input features, columns = output features), grey
+// from -limit (black) to +limit (white), each head's d_k columns tinted in its colour.
+function drawMatrix(ctx, area, frame, block, weights, palette) {
+  const { offset, n_in, n_out, limit } = block;
+  const h = frame.bands, dk = n_out / h;
+  const left = 44, top = 2 * TITLE, bottom = 30;
+  const cell = Math.min((area.width - left - 10) / n_out, (area.height - top - bottom) / n_in, MAX_CELL);
+  const x0 = left, y0 = top, w = cell * n_out, hgt = cell * n_in;
+  const image = new ImageData(n_out, n_in);
+  for (let i = 0; i < n_in * n_out; i++) {
+    const g = Math.round(255 * Math.max(0, Math.min(1, 0.5 + weights[offset + i] / (2 * limit))));
+    image.data.set([g, g, g, 255], 4 * i);
+  }
+  const small = new OffscreenCanvas(n_out, n_in);
+  small.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(small, x0, y0, w, hgt);
+  const step = Math.max(1, Math.ceil(34 / (dk * cell))); // labels at least 34 px apart
+  for (let i = 0; i < h; i++) {
+    const x = x0 + i * dk * cell;
+    ctx.globalAlpha = 0.35;
+    ctx.fillStyle = palette[i % palette.length];
+    ctx.fillRect(x, y0, dk * cell, hgt);
+    ctx.globalAlpha = 1;
+    ctx.fillRect(x, y0 - 7, dk * cell, 5);
+    ctx.fillStyle = "#000";
+    ctx.fillRect(x - 1, y0 - 2, 2, hgt + 2);
+    if (i % step === 0) {
+      ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+      ctx.textAlign = "center";
+      ctx.textBaseline = "bottom";
+      ctx.fillStyle = "#1f2328";
+      const label = frame.name.replace("^", `${subscript(i)}^`); // W^Q -> W₀^Q
+      ctx.fillText(label, x + (dk * cell) / 2, y0 - 9);
+    }
+  }
+  ctx.fillStyle = "#000";
+  ctx.fillRect(x0 + w - 1, y0 - 2, 2, hgt + 2);
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
+  ctx.fillStyle = "#333";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  ctx.fillText(block.col_label, x0 + w / 2, y0 + hgt + 6);
+  ctx.save();
+  ctx.translate(x0 - 10, y0 + hgt / 2);
+  ctx.rotate(-Math.PI / 2);
+  ctx.textBaseline = "bottom";
+  ctx.fillText(block.row_label, 0, 0);
+  ctx.restore();
+  return { matrix: { x0, y0, cell, n_in, n_out, dk } };
+}
+
+function subscript(i) {
+  return String(i).replace(/[0-9]/g, (d) => "₀₁₂₃₄₅₆₇₈₉"[Number(d)]);
+}
+
 function render({ model, el }) {
   el.classList.add("attention-view");
   const message = element("div", "av-message", el);
@@ -329,6 +385,7 @@ function render({ model, el }) {
     });
     buttons[mode] = b;
   }
+  toolbar.style.display = model.get("toolbar") ? "" : "none";
   const hint = element("span", "av-hint", toolbar);
   hint.textContent = "hover a cell for its weight · click a query (row or word) to follow it";
 
@@ -370,6 +427,9 @@ function render({ model, el }) {
     } else if (notice) setMessage("error", `✗ ${notice}`);
     else setMessage("ok", frame.note || "");
     for (const [mode, b] of Object.entries(buttons)) b.classList.toggle("av-on", model.get("mode") === mode);
+    hint.textContent = model.get("mode") === "lines"
+      ? "click a query word on the left to see only its lines; again to see all"
+      : "hover a cell for its weight · click a query (row or word) to follow it";
 
     const width = Math.max(mapsBox.clientWidth, 320);
     const height = model.get("height");
@@ -389,6 +449,14 @@ function render({ model, el }) {
       return;
     }
     const block = model.get("blocks")[drawFrame.block];
+    const area = { width, height };
+    if (block.kind === "matrix") {
+      const geometry = drawMatrix(ctx, area, drawFrame, block, weights, model.get("palette"));
+      if (drawFrame.side !== lastSide) side.innerHTML = lastSide = drawFrame.side;
+      shown = { key: state === "ok" ? key : shown.key, frame: drawFrame, block, maps: null, geometry };
+      announce(key, state);
+      return;
+    }
     const maps = mapsOf(block, weights);
     const options = {
       palette: model.get("palette"),
@@ -397,7 +465,6 @@ function render({ model, el }) {
       focus: model.get("focus_by") ? model.get(model.get("focus_by")) : -1,
       enlarge: model.get("enlarge"),
     };
-    const area = { width, height };
     const geometry = model.get("mode") === "lines"
       ? drawLines(ctx, area, drawFrame, block, maps, options)
       : drawMaps(ctx, area, drawFrame, block, maps, options);
@@ -426,12 +493,19 @@ function render({ model, el }) {
   function cellAt(x, y) {
     if (!shown || el.dataset.state !== "ok") return null;
     const { geometry, maps } = shown;
+    if (geometry.matrix) {
+      const m = geometry.matrix;
+      const col = Math.floor((x - m.x0) / m.cell), row = Math.floor((y - m.y0) / m.cell);
+      if (col >= 0 && col < m.n_out && row >= 0 && row < m.n_in) return { matrix: true, row, col };
+      return null;
+    }
     if (geometry.tiles) {
       for (const t of geometry.tiles) {
         const k = Math.floor((x - t.x) / t.cell), q = Math.floor((y - t.y) / t.cell);
         if (k >= 0 && k < maps.tk && q >= 0 && q < maps.tq) return { head: t.head, q, k };
       }
-      const first = geometry.tiles.find((t) => x < t.x && x > t.x - geometry.labelW);
+      const labelled = geometry.labelled ? [geometry.labelled] : geometry.tiles;
+      const first = labelled.find((t) => x < t.x && x > t.x - geometry.labelW);
       if (first) {
         const q = Math.floor((y - first.y) / first.cell);
         if (q >= 0 && q < maps.tq) return { head: null, q, k: null };
@@ -449,6 +523,15 @@ function render({ model, el }) {
   function showTooltip(event) {
     const rect = canvas.getBoundingClientRect();
     const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
+    if (hit && hit.matrix) {
+      const { block, frame, geometry } = shown;
+      const value = weights[block.offset + hit.row * block.n_out + hit.col];
+      const head = Math.floor(hit.col / geometry.matrix.dk), own = hit.col % geometry.matrix.dk;
+      tooltip.textContent = `${frame.name}[${hit.row}, ${hit.col}] = ${value.toFixed(3)} · head ${head} (its column ${own})`;
+      tooltip.dataset.head = head;
+      placeTooltip(event, rect);
+      return;
+    }
     if (!hit || hit.head === null) {
       tooltip.style.display = "none";
       canvas.style.cursor = hit ? "pointer" : "default";
@@ -460,9 +543,13 @@ function render({ model, el }) {
     tooltip.dataset.head = hit.head;
     tooltip.dataset.query = hit.q;
     tooltip.dataset.key = hit.k;
+    placeTooltip(event, rect);
+  }
+
+  function placeTooltip(event, rect) {
     tooltip.style.display = "block";
     const x = event.clientX - rect.left + 14, y = event.clientY - rect.top + 14;
-    tooltip.style.left = `${Math.min(x, mapsBox.clientWidth - tooltip.offsetWidth - 4)}px`;
+    tooltip.style.left = `${Math.max(0, Math.min(x, mapsBox.clientWidth - tooltip.offsetWidth - 4))}px`;
     tooltip.style.top = `${y}px`;
     canvas.style.cursor = "pointer";
   }
@@ -470,7 +557,7 @@ function render({ model, el }) {
   function selectQuery(event) {
     const rect = canvas.getBoundingClientRect();
     const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
-    if (!hit) return;
+    if (!hit || hit.matrix) return;
     const keep = model.get("key_by").includes("query"); // the query is a control: never unset
     model.set("query", hit.q === model.get("query") && !keep ? -1 : hit.q);
     model.save_changes();
@@ -506,6 +593,10 @@ function render({ model, el }) {
     // client coordinates of a cell's centre, for tests that point at it
     cellCenter(head, q, k) {
       const rect = canvas.getBoundingClientRect();
+      if (shown && shown.geometry.matrix) {
+        const m = shown.geometry.matrix; // (row, column) of the matrix
+        return { x: rect.left + m.x0 + (k + 0.5) * m.cell, y: rect.top + m.y0 + (q + 0.5) * m.cell };
+      }
       const t = shown && shown.geometry.tiles && shown.geometry.tiles.find((tile) => tile.head === head);
       if (!t) return null;
       return { x: rect.left + t.x + (k + 0.5) * t.cell, y: rect.top + t.y + (q + 0.5) * t.cell };
@@ -517,7 +608,7 @@ function render({ model, el }) {
         const L = shown.geometry.lines;
         return { x: rect.left + L.left - 10, y: rect.top + L.yq(q) };
       }
-      const t = shown.geometry.tiles[0];
+      const t = shown.geometry.labelled || shown.geometry.tiles[0];
       return { x: rect.left + t.x - 10, y: rect.top + t.y + (q + 0.5) * t.cell };
     },
     shape() {

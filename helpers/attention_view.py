@@ -41,6 +41,8 @@ class Frame:
     side: str = ""
     note: str = ""
     error: str | None = None
+    bands: int = 0  # a matrix block: cut into this many heads' columns
+    name: str = ""  # a matrix block: its name, e.g. "W^Q"
 
 
 class AttentionView(anywidget.AnyWidget):
@@ -68,6 +70,7 @@ class AttentionView(anywidget.AnyWidget):
     head = traitlets.Int(-1).tag(sync=True)
     query = traitlets.Int(-1).tag(sync=True)
     mode = traitlets.Unicode("maps").tag(sync=True)
+    toolbar = traitlets.Bool(True).tag(sync=True)  # the maps / lines switch
     notice = traitlets.Unicode("").tag(sync=True)  # a kernel message above the maps
     height = traitlets.Int(420).tag(sync=True)  # CSS px of the drawing area, whatever h is
     palette = traitlets.List(traitlets.Unicode(), list(HEAD_COLOURS)).tag(sync=True)
@@ -117,6 +120,20 @@ class AttentionView(anywidget.AnyWidget):
         self._blocks[block] = (meta, w.numpy().astype("<f4").ravel())
         return block
 
+    def add_matrix(self, block: str, matrix: torch.Tensor, row_label: str, col_label: str) -> str:
+        """Stage one (d_in, d_out) weight matrix in the x·W layout, drawn grey on a symmetric
+        scale; a frame showing it says into how many heads' columns (`bands`) it is cut."""
+        m = torch.as_tensor(matrix).detach().to("cpu", torch.float32)
+        if m.dim() != 2:
+            raise ValueError(f"add_matrix expects one (d_in, d_out) matrix; got {tuple(m.shape)}.")
+        meta = {
+            "kind": "matrix", "n_in": m.shape[0], "n_out": m.shape[1], "h": 1,
+            "limit": float(m.abs().max()) or 1.0, "row_label": row_label, "col_label": col_label,
+            "rows": [], "cols": [], "titles": [],
+        }  # fmt: skip
+        self._blocks[block] = (meta, m.numpy().astype("<f4").ravel())
+        return block
+
     def add_frame(self, key: str, frame: Frame) -> None:
         if frame.error is None and frame.block not in self._blocks:
             raise ValueError(f"frame {key!r} shows block {frame.block!r}, which was not added")
@@ -128,6 +145,8 @@ class AttentionView(anywidget.AnyWidget):
     def maps(self, key: str) -> torch.Tensor:
         """The (h, T_q, T_k) weights a frame shows, as the browser receives them."""
         meta, data = self._blocks[self._frames[key].block]
+        if meta.get("kind") == "matrix":
+            return torch.from_numpy(data.copy()).view(meta["n_in"], meta["n_out"])
         return torch.from_numpy(data.copy()).view(meta["h"], len(meta["rows"]), len(meta["cols"]))
 
     def publish(self, keep: set[str] | None = None) -> None:
@@ -143,7 +162,14 @@ class AttentionView(anywidget.AnyWidget):
             offset += data.size
         buffer = np.concatenate(pieces).tobytes() if pieces else b""
         frames = {
-            k: {"block": f.block, "side": f.side, "note": f.note, "error": f.error}
+            k: {
+                "block": f.block,
+                "side": f.side,
+                "note": f.note,
+                "error": f.error,
+                "bands": f.bands,
+                "name": f.name,
+            }
             for k, f in self._frames.items()
         }
         with self.hold_sync():  # one message: the browser never sees frames without their maps

@@ -21,7 +21,6 @@ from functools import lru_cache
 import ipywidgets as widgets
 import torch
 
-from helpers import plots
 from helpers.attention import (
     PerHeadMultiHeadAttention,
     SelfAttention,
@@ -514,69 +513,27 @@ class RealHeadsExplorer(_Panel):
         return Frame(block, side, note)
 
 
-# --- notebook 03: the block picture stays a PNG (a matrix, not maps) -------------------------
-
-
-def _ok(text: str) -> str:
-    return f'<div style="color: #1a7f37; font-size: 15px;">{html.escape(text, quote=False)}</div>'
-
-
-def _error(text: str) -> str:
-    return (
-        '<div style="color: #b42318; font-size: 15px; font-weight: bold; '
-        f'border: 2px solid #b42318; padding: 6px;">✗ {html.escape(text, quote=False)}</div>'
-    )
-
-
-def _png_width(png: bytes) -> str:
-    """A PNG's own pixel width (bytes 16-19 of its header), as a fixed layout width: the picture
-    then shows sharp and unscaled."""
-    return f"{int.from_bytes(png[16:20], 'big')}px"
-
-
-class BlockMatrixExplorer(widgets.VBox):
+class BlockMatrixExplorer(_Panel):
     """Notebook 03: the h per-head W_i^Q side by side are one d_model x d_model W^Q. The h slider
-    redraws the block boundaries; the table checks the block product and fused == per-head."""
+    moves the block boundaries over the same matrix; the table checks the block product and
+    fused == per-head."""
+
+    WHAT = "the block-matrix panel"
 
     def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 32, seed: int = 0):
         self.words, self.seed = tokens(sentence), seed
         self.h_slider = _h_slider(h)
         self.d_model_slider = _d_model_slider(d_model, high=128)
-        self.message = widgets.HTML()
-        self.image = widgets.Image(format="png")
-        self.table = widgets.HTML(layout=widgets.Layout(margin="0 0 0 12px"))
-        for control in (self.h_slider, self.d_model_slider):
-            control.observe(self.update, names="value")
-        below = widgets.HBox([self.image, self.table], layout=widgets.Layout(flex_flow="row wrap"))
-        controls = widgets.HBox([self.h_slider, self.d_model_slider])
-        super().__init__([controls, self.message, below])
-        self.update()
+        view = AttentionView(key_by=["d_model", "h"], height=420, toolbar=False)
+        super().__init__({"h": self.h_slider, "d_model": self.d_model_slider}, view)
 
-    def __repr__(self) -> str:
-        return "▶ Run the notebook (Run ▸ Run All Cells) to start the block-matrix panel"
+    def _reachable(self, setting, radius):
+        s = self.d_model_slider
+        for d_model in _around(setting["d_model"], s.min, s.max, s.step, radius):
+            for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
+                yield {"d_model": d_model, "h": h}
 
-    def update(self, change=None) -> None:
-        """Redraw for the current values; a failure becomes the message, not a traceback."""
-        try:
-            png, table, note = self._render()
-        except ValueError as err:  # an impossible combination: say why
-            stale = (
-                " The greyed picture shows the last setting that worked."
-                if self.image.value
-                else ""
-            )
-            self.message.value = _error(f"{err}{stale}")
-            self.image.layout.opacity = self.table.layout.opacity = "0.3"
-            return
-        except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
-            self.message.value = _error(f"Unexpected {type(err).__name__}: {err}")
-            return
-        self.image.layout.width = _png_width(png)
-        self.image.layout.opacity = self.table.layout.opacity = "1"
-        self.image.value, self.table.value, self.message.value = png, table, _ok(note)
-
-    def _render(self) -> tuple[bytes, str, str]:
-        h, d_model = self.h_slider.value, self.d_model_slider.value
+    def _frame(self, d_model: int, h: int) -> Frame:
         d_k = check_num_heads(d_model, h)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
         fused = seeded_attention(d_model, h, self.seed)
@@ -601,9 +558,12 @@ class BlockMatrixExplorer(widgets.VBox):
             f"parameters: per-head {count_parameters(per_head):,}, "
             f"fused {count_parameters(fused):,}",
         ]
-        fig = plots.block_matrix(w_q, h)
-        style = "font-family: monospace; font-size: 14px;"
-        table = f'<div style="{style}">{_table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}")}'
-        table += _lines(checks) + "</div>"
+        block = f"W^Q {d_model}"  # the matrix depends on d_model only: h only cuts it
+        if not self.view.has_maps(block):
+            self.view.add_matrix(
+                block, w_q, f"input feature (d_model = {d_model})",
+                f"output feature (d_model = {d_model} = h × d_k), x·W layout",
+            )  # fmt: skip
+        side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(checks)
         note = f"W^Q cut into h = {h} {'block' if h == 1 else 'blocks'} of d_k = {d_k} columns"
-        return plots.to_png(fig), table, note
+        return Frame(block, side, note, bands=h, name="W^Q")

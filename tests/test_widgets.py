@@ -1,11 +1,8 @@
 """helpers.widgets: move a control, assert what the panel sends the browser; impossible settings
 explain; every setting a control reaches next is already there."""
 
-import io
-
 import pytest
 import torch
-from PIL import Image
 
 from helpers.examples import embed, seeded_attention, tokens
 from helpers.widgets import (
@@ -16,10 +13,6 @@ from helpers.widgets import (
     QueryExplorer,
     plural,
 )
-
-
-def size(png: bytes) -> tuple[int, int]:
-    return Image.open(io.BytesIO(bytes(png))).size  # (width, height)
 
 
 def test_heads_explorer_follows_h_with_maps_and_shapes():
@@ -124,23 +117,23 @@ def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
     assert text == f"▶ Run the notebook (Run ▸ Run All Cells) to start {what}"
 
 
-def test_block_matrix_explorer_redraws_blocks_and_checks_live():
+def test_block_matrix_explorer_cuts_one_matrix_and_checks_live():
     panel = BlockMatrixExplorer(h=4, d_model=32)
-    before = panel.image.value
     for line in ("[W_0 … W_h-1] = W^Q", "x·W^Q = [x·W_0 … x·W_h-1]", "out: fused = per-head"):
-        assert f"✓ {line}: equal within atol 1e-05" in panel.table.value
-    assert "parameters: per-head 4,096, fused 4,096" in panel.table.value
+        assert f"✓ {line}: equal within atol 1e-05" in panel.table
+    assert "parameters: per-head 4,096, fused 4,096" in panel.table
+    w_q = seeded_attention(32, 4).w_q.weight.T.detach()  # (d_model, d_model), x·W layout
+    assert torch.equal(panel.maps, w_q) and panel.current.bands == 4
     panel.h_slider.value = 8
-    assert panel.image.value != before
-    assert "(32, 4)" in panel.table.value and "✓ all 8 maps: fused = per-head" in panel.table.value
-    assert "cut into h = 8 blocks of d_k = 4 columns" in panel.message.value
+    assert torch.equal(panel.maps, w_q) and panel.current.bands == 8  # same numbers, new cut
+    assert panel.current.block == panel.view.frames["d_model=32|h=4"]["block"]  # sent once
+    assert "(32, 4)" in panel.table and "✓ all 8 maps: fused = per-head" in panel.table
+    assert panel.message == "W^Q cut into h = 8 blocks of d_k = 4 columns"
     panel.h_slider.value = 5
-    assert "Head counts that work for d_model=32: 1, 2, 4, 8, 16, 32." in panel.message.value
-    assert panel.image.layout.opacity == "0.3"  # greyed: it shows the last setting that worked
-    panel.h_slider.value = 4
-    assert panel.image.layout.opacity == "1" and "✗" not in panel.message.value
+    assert "Head counts that work for d_model=32: 1, 2, 4, 8, 16, 32." in panel.message
+    assert panel.current.block is None  # the browser greys the last good frame
     panel.h_slider.value = 1
-    assert "cut into h = 1 block of d_k = 32 columns" in panel.message.value
+    assert panel.message == "W^Q cut into h = 1 block of d_k = 32 columns"
 
 
 def test_query_explorer_follows_the_chosen_token():

@@ -1,5 +1,5 @@
 """Every notebook in real JupyterLab in Chromium: Run All gives no error; in every panel drawn in
-the browser (01, 02, 04, 05, 07) a hovered cell shows the kernel's weight, a clicked query is
+the browser (01 to 05, 07) a hovered cell shows the kernel's number, a clicked query is
 followed through every head, impossible settings grey the maps and valid ones restore them, and
 the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
 
@@ -158,6 +158,7 @@ def opacity(box) -> float:
 # notebook: (h steps to an impossible h, steps on to a valid h, the frame key then)
 IMPOSSIBLE = {
     "02_per_head_projections.ipynb": (1, 3, "d_model=64|h=8"),  # 64 / 5 cannot work
+    "03_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
     "04_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
 }
 
@@ -180,6 +181,21 @@ def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab,
     assert box.get_attribute("data-key") == key and opacity(box) == 1.0
     assert "✗" not in box.locator(".av-message").inner_text()
     press(page, h_slider, "ArrowLeft", to_impossible + to_valid)  # back to h = 4
+
+
+@pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
+def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
+    box = run(lab, page, notebook)
+    whole, h_slider = panel(page), panel(page).locator(".widget-slider").first
+    heights = {}
+    for key, presses in (("ArrowLeft", 3), ("ArrowRight", 15), ("ArrowLeft", 12)):  # 1, 16, 4
+        drawn = box.get_attribute("data-key")
+        press(page, h_slider, key, presses)
+        wait_for_change(lambda: box.get_attribute("data-key"), drawn)
+        heights[box.get_attribute("data-key")] = whole.bounding_box()["height"]
+        if key == "ArrowRight":
+            box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_h16.png")
+    assert len(set(heights.values())) == 1, heights  # the tiles shrink, the area stays
 
 
 # the last slider of each panel, dragged with the mouse: what the panel then names
@@ -228,7 +244,23 @@ def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
     press(page, layer, "ArrowLeft")
 
 
-@pytest.mark.parametrize("notebook", DRAWN)
+def test_hover_on_the_block_matrix_names_the_entry_and_its_head(lab, page):
+    from helpers.widgets import BlockMatrixExplorer
+
+    box = run(lab, page, "03_block_matrix.ipynb")
+    w_q = BlockMatrixExplorer(h=4, d_model=32).maps  # (d_model, d_model), x·W layout
+    tooltip = box.locator(".av-tooltip")
+    for row, col in [(0, 0), (5, 9), (31, 30)]:
+        centre = point(box, "cellCenter", 0, row, col)
+        page.mouse.move(centre["x"], centre["y"])
+        tooltip.wait_for(state="visible")
+        expected = f"W^Q[{row}, {col}] = {float(w_q[row, col]):.3f} · head {col // 8} (its column"
+        assert tooltip.inner_text().startswith(expected), tooltip.inner_text()
+    box.screenshot(path=SCREENSHOTS / "03_block_matrix_hover.png")
+    page.mouse.move(0, 0)
+
+
+@pytest.mark.parametrize("notebook", ["03_block_matrix.ipynb", *DRAWN])
 def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, notebook):
     box = run(lab, page, notebook)
     page.set_viewport_size({"width": 1280, "height": 720})
