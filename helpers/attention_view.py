@@ -149,6 +149,11 @@ class AttentionView(anywidget.AnyWidget):
             return torch.from_numpy(data.copy()).view(meta["n_in"], meta["n_out"])
         return torch.from_numpy(data.copy()).view(meta["h"], len(meta["rows"]), len(meta["cols"]))
 
+    def clear(self) -> None:
+        """Forget every frame and block (sent on the next `publish`, not before: the browser
+        keeps showing the old frames until the new ones arrive)."""
+        self._frames, self._blocks = {}, {}
+
     def publish(self, keep: set[str] | None = None) -> None:
         """Send the staged frames to the browser in one message; drop frames not in `keep`."""
         if keep is not None:

@@ -476,9 +476,10 @@ class RealHeadsExplorer(_Panel):
             self.view.notice = f"Unexpected {type(err).__name__}: {err}"
             return
         self.encoded, self.shown_text = encoded, self.text.value
-        self.view.publish(keep=set())  # every frame belonged to the old text
-        self.view.notice = ""
-        self._moved()
+        self.view.clear()  # every frame belonged to the old text
+        with self.view.hold_sync():  # the new maps and the cleared notice in one message
+            self.view.notice = ""
+            self._moved()
 
     def _reachable(self, setting, radius):
         n_layers, h = len(self.model.layers), self.model.num_heads

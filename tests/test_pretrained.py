@@ -158,6 +158,8 @@ def test_real_heads_explorer_follows_text_layer_and_head(models):
     assert torch.equal(panel.maps, encoded.attentions[4, 0]) and "(384, 32)" in panel.table
     panel.text.value = "a much longer sentence than the first one was"
     assert panel.message == "11 tokens; layer 4, head 2" and "(6, 1, 12, 11, 11)" in panel.table
+    new = model("a much longer sentence than the first one was")
+    assert torch.equal(panel.maps, new.attentions[4, 0])  # the new text's maps, not the old
 
 
 def test_real_heads_explorer_keeps_the_last_sentence_when_a_text_is_refused(models):
