@@ -1,10 +1,12 @@
 // The browser half of helpers/attention_view.py: it draws attention maps the kernel computed.
 // It never computes attention: every number it shows is a float32 that came from the kernel.
 //
-// The kernel sends frames ahead: `frames` maps a key such as "d_model=64|h=4" to what that setting
-// shows (a block of maps, the side table as HTML, a note or an error); `blocks` says where each
-// block's (h, T_q, T_k) weights sit in `buffer`. The panel's sliders are tied to this widget's
-// traits with jslink, so a move picks another frame here, with no round trip to the kernel.
+// The kernel sends frames ahead: a frame maps a key such as "d_model=64|h=4" to what that setting
+// shows (a block of maps, the side table as HTML, a note or an error); a block holds its
+// (h, T_q, T_k) weights as float32. The first set arrives in the traits `frames`, `blocks` and
+// `buffer`; later steps arrive as custom messages ("delta") with only what was added or dropped.
+// The panel's sliders are tied to this widget's traits with jslink, so a move picks another
+// frame here, with no round trip to the kernel.
 
 const FONT = 14; // CSS px: the smallest text drawn anywhere in the panel
 const FONT_FAMILY = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC', sans-serif";
@@ -25,19 +27,66 @@ function currentKey(model) {
   return model.get("key_by").map((name) => `${name}=${model.get(name)}`).join("|");
 }
 
-function weightsOf(model) {
-  const view = model.get("buffer");
+function float32(view) {
   if (!view || view.byteLength === 0) return new Float32Array(0);
   // copy: a DataView's offset need not be a multiple of 4
   const bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength).slice();
   return new Float32Array(bytes.buffer);
 }
 
+// The frames and blocks a model holds (shared by its views): the traits' snapshot, then deltas.
+const stores = new WeakMap();
+
+function storeOf(model) {
+  if (!stores.has(model)) stores.set(model, { frames: {}, blocks: {}, views: new Set() });
+  return stores.get(model);
+}
+
+function addBlocks(store, metas, data) {
+  for (const [name, meta] of Object.entries(metas)) {
+    store.blocks[name] = { ...meta, data: data.subarray(meta.offset, meta.offset + meta.size) };
+  }
+}
+
+function loadTraits(model) {
+  const store = storeOf(model);
+  store.frames = { ...model.get("frames") };
+  store.blocks = {};
+  addBlocks(store, model.get("blocks"), float32(model.get("buffer")));
+  store.views.forEach((redraw) => redraw());
+}
+
+function applyDelta(model, msg, buffers) {
+  if (!msg || msg.type !== "delta") return;
+  const store = storeOf(model);
+  if (msg.reset) {
+    store.frames = {};
+    store.blocks = {};
+  }
+  addBlocks(store, msg.blocks, float32(buffers && buffers[0]));
+  Object.assign(store.frames, msg.frames);
+  for (const key of msg.drop_frames) delete store.frames[key];
+  for (const name of msg.drop_blocks) delete store.blocks[name];
+  store.views.forEach((redraw) => redraw());
+}
+
+function initialize({ model }) {
+  loadTraits(model);
+  const reload = () => loadTraits(model);
+  const onDelta = (msg, buffers) => applyDelta(model, msg, buffers);
+  for (const name of ["frames", "blocks", "buffer"]) model.on(`change:${name}`, reload);
+  model.on("msg:custom", onDelta);
+  return () => {
+    for (const name of ["frames", "blocks", "buffer"]) model.off(`change:${name}`, reload);
+    model.off("msg:custom", onDelta);
+  };
+}
+
 // One block's maps as a function (head, query, key) -> weight.
-function mapsOf(block, weights) {
-  const { offset, h, rows, cols } = block;
+function mapsOf(block) {
+  const { h, rows, cols, data } = block;
   const tq = rows.length, tk = cols.length;
-  return { h, tq, tk, at: (i, q, k) => weights[offset + (i * tq + q) * tk + k] };
+  return { h, tq, tk, at: (i, q, k) => data[(i * tq + q) * tk + k] };
 }
 
 function fitLabel(ctx, text, width) {
@@ -96,6 +145,15 @@ function labelStep(cell) {
   return Math.max(1, Math.ceil(LABEL_PITCH / cell));
 }
 
+// One small canvas reused for every tile's pixels (OffscreenCanvas is missing in older Safari).
+let scratchCanvas = null;
+function scratch(width, height) {
+  scratchCanvas = scratchCanvas || document.createElement("canvas");
+  scratchCanvas.width = width;
+  scratchCanvas.height = height;
+  return scratchCanvas;
+}
+
 function headColour(block, palette, i) {
   return (block.colours && block.colours[i]) || palette[i % palette.length];
 }
@@ -113,7 +171,7 @@ function drawTile(ctx, maps, head, tile, colormap) {
       image.data[p + 3] = Number.isFinite(w) ? 255 : 0;
     }
   }
-  const small = new OffscreenCanvas(maps.tk, maps.tq);
+  const small = scratch(maps.tk, maps.tq);
   small.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(small, tile.x, tile.y, tile.cell * maps.tk, tile.cell * maps.tq);
@@ -311,18 +369,18 @@ function drawLines(ctx, area, frame, block, maps, view) {
 
 // A weight matrix in the x·W layout (rows = input features, columns = output features), grey
 // from -limit (black) to +limit (white), each head's d_k columns tinted in its colour.
-function drawMatrix(ctx, area, frame, block, weights, palette) {
-  const { offset, n_in, n_out, limit } = block;
+function drawMatrix(ctx, area, frame, block, palette) {
+  const { data, n_in, n_out, limit } = block;
   const h = frame.bands, dk = n_out / h;
   const left = 44, top = 2 * TITLE, bottom = 30;
   const cell = Math.min((area.width - left - 10) / n_out, (area.height - top - bottom) / n_in, MAX_CELL);
   const x0 = left, y0 = top, w = cell * n_out, hgt = cell * n_in;
   const image = new ImageData(n_out, n_in);
   for (let i = 0; i < n_in * n_out; i++) {
-    const g = Math.round(255 * Math.max(0, Math.min(1, 0.5 + weights[offset + i] / (2 * limit))));
+    const g = Math.round(255 * Math.max(0, Math.min(1, 0.5 + data[i] / (2 * limit))));
     image.data.set([g, g, g, 255], 4 * i);
   }
-  const small = new OffscreenCanvas(n_out, n_in);
+  const small = scratch(n_out, n_in);
   small.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(small, x0, y0, w, hgt);
@@ -389,7 +447,7 @@ function render({ model, el }) {
   const hint = element("span", "av-hint", toolbar);
   hint.textContent = "hover a cell for its weight · click a query (row or word) to follow it";
 
-  let weights = weightsOf(model);
+  const store = storeOf(model);
   let shown = null; // { key, frame, block, maps, geometry } of the last frame drawn with maps
   let lastSide = null;
 
@@ -402,19 +460,31 @@ function render({ model, el }) {
     message.textContent = text;
   }
 
+  // A drawing error must not stop the view: say it, and draw again on the next change.
   function draw() {
+    try {
+      drawFrameForControls();
+    } catch (err) {
+      el.dataset.state = "broken";
+      setMessage("error", `✗ The view could not draw this setting (${err}). Move a control to retry.`);
+    }
+  }
+
+  function drawFrameForControls() {
     const key = currentKey(model);
-    const frames = model.get("frames");
+    const blocks = store.blocks;
+    const stillThere = (f) => f && f.block in blocks; // a frame whose maps are still sent
+    const frames = store.frames;
     const frame = frames[key];
     const notice = model.get("notice");
     let state = "ok";
     let drawFrame = frame;
     if (!frame) {
       state = "pending";
-      drawFrame = shown && shown.frame;
+      drawFrame = shown && stillThere(shown.frame) ? shown.frame : null;
     } else if (frame.error) {
       state = "error";
-      drawFrame = shown && frames[shown.key] ? shown.frame : null;
+      drawFrame = shown && stillThere(shown.frame) ? shown.frame : null;
     }
     el.dataset.key = key;
     el.dataset.state = state;
@@ -448,16 +518,16 @@ function render({ model, el }) {
       announce(key, state);
       return;
     }
-    const block = model.get("blocks")[drawFrame.block];
+    const block = blocks[drawFrame.block];
     const area = { width, height };
     if (block.kind === "matrix") {
-      const geometry = drawMatrix(ctx, area, drawFrame, block, weights, model.get("palette"));
+      const geometry = drawMatrix(ctx, area, drawFrame, block, model.get("palette"));
       if (drawFrame.side !== lastSide) side.innerHTML = lastSide = drawFrame.side;
       shown = { key: state === "ok" ? key : shown.key, frame: drawFrame, block, maps: null, geometry };
       announce(key, state);
       return;
     }
-    const maps = mapsOf(block, weights);
+    const maps = mapsOf(block);
     const options = {
       palette: model.get("palette"),
       colormap: colormap(),
@@ -525,7 +595,7 @@ function render({ model, el }) {
     const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
     if (hit && hit.matrix) {
       const { block, frame, geometry } = shown;
-      const value = weights[block.offset + hit.row * block.n_out + hit.col];
+      const value = block.data[hit.row * block.n_out + hit.col];
       const head = Math.floor(hit.col / geometry.matrix.dk), own = hit.col % geometry.matrix.dk;
       tooltip.textContent = `${frame.name}[${hit.row}, ${hit.col}] = ${value.toFixed(3)} · head ${head} (its column ${own})`;
       tooltip.dataset.head = head;
@@ -567,15 +637,13 @@ function render({ model, el }) {
   canvas.addEventListener("mouseleave", () => (tooltip.style.display = "none"));
   canvas.addEventListener("click", selectQuery);
 
-  const onBuffer = () => {
-    weights = weightsOf(model);
-    draw();
-  };
-  model.on("change:buffer", onBuffer);
-  const traits = ["frames", "blocks", "mode", "query", "notice", "height", "palette", "colormap"];
+  const traits = ["mode", "query", "notice", "height", "palette", "colormap"];
   const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
   const redraw = () => draw();
   for (const name of [...traits, ...controls]) model.on(`change:${name}`, redraw);
+  store.views.add(redraw); // new frames: from the traits or a delta
+  // a view rendered late (or again) may have missed deltas: ask the kernel for everything
+  model.send({ type: "snapshot" });
   const resize = new ResizeObserver(redraw);
   resize.observe(mapsBox);
   // a zoom changes devicePixelRatio: redraw so the canvas stays sharp
@@ -630,9 +698,9 @@ function render({ model, el }) {
   return () => {
     resize.disconnect();
     if (zoom) zoom.removeEventListener("change", onZoom);
-    model.off("change:buffer", onBuffer);
     for (const name of [...traits, ...controls]) model.off(`change:${name}`, redraw);
+    store.views.delete(redraw);
   };
 }
 
-export default { render };
+export default { initialize, render };

@@ -3,11 +3,12 @@
 The kernel computes; the browser only draws. A panel computes every setting its controls can
 reach next (with `helpers.attention` and its checks) and hands each to the view as a *frame*:
 a block of maps (h, T_q, T_k), the side table as HTML and a one-line note, or an error saying
-why that setting cannot work. The maps travel as one float32 buffer. The panel's sliders are tied
-to the view's traits with `widgets.jslink`, so a move switches frames inside the browser (one
-frame on screen later, no round trip to the kernel); the kernel then prefetches around the new
-setting. The JavaScript sits beside this file (`attention_view.js`, `attention_view.css`): no
-build step, nothing fetched from a CDN.
+why that setting cannot work. The maps travel as float32 buffers: the first set in the
+traits, every later step as one custom message with only what it adds or drops. The panel's
+sliders are tied to the view's traits with `widgets.jslink`, so a move switches frames inside the
+browser (one frame on screen later, no round trip to the kernel); the kernel then prefetches
+around the new setting. The JavaScript sits beside this file (`attention_view.js`,
+`attention_view.css`): no build step, nothing fetched from a CDN.
 
 In the browser: hover a cell for its weight (3 decimals), click a query (a row or its word) to
 follow it through every head, and switch between maps and lines (query → key, as in bertviz).
@@ -80,6 +81,10 @@ class AttentionView(anywidget.AnyWidget):
         super().__init__(key_by=list(key_by), colormap=colormap_table(), **kwargs)
         self._blocks: dict[str, tuple[dict, np.ndarray]] = {}
         self._frames: dict[str, Frame] = {}
+        self._sent_frames: set[str] = set()
+        self._sent_blocks: set[str] = set()
+        self._published = False
+        self.on_msg(self._on_message)
 
     def __repr__(self) -> str:
         return "AttentionView(): run the notebook to draw it"
@@ -143,7 +148,8 @@ class AttentionView(anywidget.AnyWidget):
         return self._frames.get(key)
 
     def maps(self, key: str) -> torch.Tensor:
-        """The (h, T_q, T_k) weights a frame shows, as the browser receives them."""
+        """The numbers a frame shows, as the browser receives them: weights (h, T_q, T_k), or
+        for a matrix block the matrix (d_in, d_out)."""
         meta, data = self._blocks[self._frames[key].block]
         if meta.get("kind") == "matrix":
             return torch.from_numpy(data.copy()).view(meta["n_in"], meta["n_out"])
@@ -154,28 +160,66 @@ class AttentionView(anywidget.AnyWidget):
         keeps showing the old frames until the new ones arrive)."""
         self._frames, self._blocks = {}, {}
 
-    def publish(self, keep: set[str] | None = None) -> None:
-        """Send the staged frames to the browser in one message; drop frames not in `keep`."""
+    @property
+    def published(self) -> bool:
+        """Whether the traits hold a first set of frames (every later publish is a delta)."""
+        return self._published
+
+    @property
+    def sent(self) -> set[str]:
+        """The frame keys the browser holds."""
+        return set(self._sent_frames)
+
+    def publish(self, keep: set[str] | None = None, full: bool = False) -> None:
+        """Send the browser what changed since the last publish; drop frames not in `keep`.
+
+        The first publish (and a `full` one, e.g. a new text) sets the traits, which every view
+        starts from, even one rendered while the kernel is still busy. Later ones send only the
+        added and dropped frames as one custom message: a slider step costs its new frames, not
+        all of them again.
+        """
         if keep is not None:
             self._frames = {k: f for k, f in self._frames.items() if k in keep}
         used = {f.block for f in self._frames.values() if f.error is None}
         self._blocks = {b: v for b, v in self._blocks.items() if b in used}
-        blocks, pieces, offset = {}, [], 0
-        for name, (meta, data) in self._blocks.items():
-            blocks[name] = {**meta, "offset": offset}
+        if full or not self._published:
+            frames, blocks, buffer = self._pack(self._frames, self._blocks)
+            with self.hold_sync():  # one message: never frames without their maps
+                self.buffer, self.blocks, self.frames = buffer, blocks, frames
+            self._published = True
+        else:
+            added = {k: f for k, f in self._frames.items() if k not in self._sent_frames}
+            new_blocks = {b: v for b, v in self._blocks.items() if b not in self._sent_blocks}
+            dropped = sorted(self._sent_frames - self._frames.keys())
+            gone = sorted(self._sent_blocks - self._blocks.keys())
+            if added or new_blocks or dropped or gone:
+                self._send_delta(added, new_blocks, dropped, gone)
+        self._sent_frames, self._sent_blocks = set(self._frames), set(self._blocks)
+
+    def _pack(self, frames: dict[str, Frame], blocks: dict[str, tuple[dict, np.ndarray]]):
+        """(frames as JSON, blocks with their offsets into one buffer, the float32 buffer)."""
+        metas, pieces, offset = {}, [], 0
+        for name, (meta, data) in blocks.items():
+            metas[name] = {**meta, "offset": offset, "size": data.size}
             pieces.append(data)
             offset += data.size
         buffer = np.concatenate(pieces).tobytes() if pieces else b""
-        frames = {
-            k: {
-                "block": f.block,
-                "side": f.side,
-                "note": f.note,
-                "error": f.error,
-                "bands": f.bands,
-                "name": f.name,
-            }
-            for k, f in self._frames.items()
-        }
-        with self.hold_sync():  # one message: the browser never sees frames without their maps
-            self.buffer, self.blocks, self.frames = buffer, blocks, frames
+        as_json = {
+            k: {"block": f.block, "side": f.side, "note": f.note, "error": f.error,
+                "bands": f.bands, "name": f.name}
+            for k, f in frames.items()
+        }  # fmt: skip
+        return as_json, metas, buffer
+
+    def _send_delta(self, frames, blocks, dropped=(), gone=(), reset=False) -> None:
+        as_json, metas, buffer = self._pack(frames, blocks)
+        content = {
+            "type": "delta", "frames": as_json, "blocks": metas, "reset": reset,
+            "drop_frames": list(dropped), "drop_blocks": list(gone),
+        }  # fmt: skip
+        self.send(content, buffers=[buffer] if buffer else None)
+
+    def _on_message(self, _, content, buffers) -> None:
+        # a view rendered late (or again) asks for everything the kernel holds
+        if isinstance(content, dict) and content.get("type") == "snapshot":
+            self._send_delta(self._frames, self._blocks, reset=True)

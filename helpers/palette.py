@@ -21,10 +21,11 @@ import numpy as np
 L_MIN: float = 25.0
 L_MAX: float = 72.0
 
-# Found by search.py (seed 0, stages 8 then 16): the first 8 are the best 8-colour set found,
-# then 8 more maximising the 16-colour score; each stage is in greedy max-min order, so every
-# prefix is well separated. Score = min over {normal, deuteranopia, protanopia} of min pairwise
-# CIEDE2000: first 8 -> 23.4, first 12 -> 13.6, all 16 -> 13.1 (see test_palette.py).
+# Found by tests/palette_search.py (seed 0, stages 8 then 16): the first 8 are the best
+# 8-colour set found, then 8 more maximising the 16-colour score; each stage is in greedy
+# max-min order, so every prefix is well separated. Score = min over {normal, deuteranopia,
+# protanopia} of min pairwise CIEDE2000: first 8 -> 23.4, first 12 -> 13.6, all 16 -> 13.1
+# (see tests/test_palette.py).
 HEAD_COLOURS: tuple[str, ...] = (
     "#a902ff", "#e9a300", "#5e2d2a", "#796f79",
     "#9e5b00", "#5d216a", "#bbaea3", "#bda7dc",

@@ -121,6 +121,12 @@ class _Panel(widgets.VBox):
     ):
         self.controls, self.view = controls, view
         for name, control in controls.items():
+            values = [v for _, v in getattr(control, "options", ())]
+            if isinstance(control, widgets.ToggleButtons) and values != list(range(len(values))):
+                raise ValueError(
+                    f"the {name} buttons need the values 0 .. n-1 (the browser keys frames by "
+                    f"their index); got {values}"
+                )
             setattr(view, name, control.value)
             # moves switch frames in the browser (a selection widget syncs its index, not value)
             synced = "index" if isinstance(control, widgets.ToggleButtons) else "value"
@@ -155,18 +161,22 @@ class _Panel(widgets.VBox):
         return self.view.maps(self.view.key(**self.setting))
 
     def _moved(self, change=None) -> None:
+        """A control moved: make sure the browser holds the new setting and its neighbours."""
         try:
-            if not self.view.has(self.view.key(**self.setting)):
+            if self.view.published and not self.view.has(self.view.key(**self.setting)):
                 self._ensure(self.setting)  # a jump past what was sent ahead: show it first
                 self.view.publish()
             for setting in self._reachable(self.setting, self.RADIUS):
                 self._ensure(setting)
             keep = {self.view.key(**s) for s in self._reachable(self.setting, 2 * self.RADIUS)}
             self.view.publish(keep)
+            if self.view.notice.startswith("Unexpected"):  # it worked again: lift our notice
+                self.view.notice = ""
         except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
             self.view.notice = f"Unexpected {type(err).__name__}: {err}"
 
     def _ensure(self, setting: dict[str, int]) -> None:
+        """Compute one setting's frame unless the view holds it; errors become its message."""
         key = self.view.key(**setting)
         if self.view.has(key):
             return
@@ -438,7 +448,7 @@ class RealHeadsExplorer(_Panel):
     one head enlarged. A text box for the sentence, sliders for layer and head."""
 
     WHAT = "the MiniLM panel"
-    RADIUS = 0  # every layer and head is computed in one forward and sent at once
+    RADIUS = 0  # unused: every layer and head comes from one forward, so all are sent at once
 
     def __init__(
         self, model, text: str = "The cat sat on the mat because it was warm.", layer=0, head=0
@@ -455,7 +465,7 @@ class RealHeadsExplorer(_Panel):
             value=layer, min=0, max=n_layers - 1, description="layer"
         )
         self.head_slider = widgets.IntSlider(value=head, min=0, max=h - 1, description="head")
-        self.encoded, self.shown_text = self._encode(text), text
+        (self.encoded, self.scores), self.shown_text = self._encode(text), text
         view = AttentionView(key_by=["layer", "head"], focus_by="head", enlarge=True, height=430)
         controls = {"layer": self.layer_slider, "head": self.head_slider}
         rows = [self.text, widgets.HBox([self.layer_slider, self.head_slider])]
@@ -475,18 +485,20 @@ class RealHeadsExplorer(_Panel):
         except Exception as err:  # noqa: BLE001
             self.view.notice = f"Unexpected {type(err).__name__}: {err}"
             return
-        self.encoded, self.shown_text = encoded, self.text.value
+        (self.encoded, self.scores), self.shown_text = encoded, self.text.value
         self.view.clear()  # every frame belonged to the old text
-        with self.view.hold_sync():  # the new maps and the cleared notice in one message
-            self.view.notice = ""
-            self._moved()
+        for setting in self._reachable(self.setting, self.RADIUS):
+            self._ensure(setting)
+        with self.view.hold_sync():  # the new maps, the cleared notice and query in one message
+            self.view.notice, self.view.query = "", -1  # the old query may not exist here
+            self.view.publish(full=True)
 
     def _reachable(self, setting, radius):
         n_layers, h = len(self.model.layers), self.model.num_heads
         return ({"layer": layer, "head": i} for layer in range(n_layers) for i in range(h))
 
     def _frame(self, layer: int, head: int) -> Frame:
-        encoded, scores = self.encoded
+        encoded, scores = self.encoded, self.scores
         words = encoded.tokens[0]
         T, h, n_layers = len(words), self.model.num_heads, len(self.model.layers)
         maps = encoded.attentions[layer, 0]  # (h, T, T)

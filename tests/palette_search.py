@@ -15,7 +15,7 @@ fixed and adds 8 more to maximise the 16-colour score. Within each stage:
 4. Order the new colours greedily (farthest-point insertion after the fixed ones; the first two
    are the farthest pair), so every prefix is well separated.
 
-Usage: python search.py [--stages 8,16] [--l-min 25] [--l-max 72] [--seed 0]
+Usage: python -m tests.palette_search [--stages 8,16] [--l-min 25] [--l-max 72] [--seed 0]
 """
 
 from __future__ import annotations

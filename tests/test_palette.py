@@ -1,4 +1,4 @@
-"""Tests for the head colour palette: cd /tmp/palette && python -m pytest -q test_palette.py."""
+"""helpers.palette: the head colours stay apart for normal, deuteranope and protanope vision."""
 
 from __future__ import annotations
 

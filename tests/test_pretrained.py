@@ -150,7 +150,7 @@ def test_real_heads_explorer_follows_text_layer_and_head(models):
     assert panel.message == "8 tokens; layer 0, head 2"
     assert "head 2 → previous token: 1.00" in panel.table
     # every layer and head is sent at once: 72 frames over 6 blocks of 12 maps
-    assert len(panel.view.frames) == 72 and len(panel.view.blocks) == 6
+    assert len(panel.view.sent) == 72 and len(panel.view.blocks) == 6
     assert panel.view.focus_by == "head" and panel.view.enlarge
     encoded = model("the cat sat on the mat")
     assert torch.equal(panel.maps, encoded.attentions[0, 0])  # (h, T, T), the model's own
@@ -166,12 +166,13 @@ def test_real_heads_explorer_keeps_the_last_sentence_when_a_text_is_refused(mode
     from helpers.widgets import RealHeadsExplorer
 
     panel = RealHeadsExplorer(models[0], "the cat sat on the mat", layer=0, head=2)
-    frames = dict(panel.view.frames)
+    frames = panel.view.sent
     panel.text.value = ""
     assert "has no words to attend to" in panel.message
     assert "The maps still show: 'the cat sat on the mat'." in panel.message
-    assert panel.view.frames == frames  # nothing dropped: layer and head go on working
+    assert panel.view.sent == frames  # nothing dropped: layer and head go on working
     panel.layer_slider.value = 3
     assert "layer 3, head 2" in panel.table and "8 tokens" in panel.table
     panel.text.value = "hello 🙂"
     assert panel.view.notice == "" and "1 [UNK]" in panel.message
+    assert panel.view.query == -1  # the followed query belonged to the old text

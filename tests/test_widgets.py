@@ -44,20 +44,20 @@ def test_the_maps_sent_are_the_modules_own_weights_bit_for_bit():
 
 def test_every_h_and_the_neighbouring_d_model_are_sent_ahead():
     panel = HeadsExplorer(h=4, d_model=64)
-    sent = set(panel.view.frames)
+    sent = panel.view.sent
     for d_model in (48, 56, 64, 72, 80):
         for h in range(1, 17):
             assert f"d_model={d_model}|h={h}" in sent
     assert "d_model=88|h=4" not in sent
     panel.d_model_slider.value = 72  # one step: the kernel prefetches two further
-    assert {"d_model=88|h=4", "d_model=64|h=4"} <= set(panel.view.frames)
+    assert {"d_model=88|h=4", "d_model=64|h=4"} <= panel.view.sent
     panel.d_model_slider.value = 512  # a jump: computed at once, then its neighbours
-    assert {"d_model=512|h=16", "d_model=496|h=16"} <= set(panel.view.frames)
-    assert "d_model=64|h=4" not in panel.view.frames  # far settings are dropped
+    assert {"d_model=512|h=16", "d_model=496|h=16"} <= panel.view.sent
+    assert "d_model=64|h=4" not in panel.view.sent  # far settings are dropped
     assert panel.maps.shape == (4, 7, 7) and "(512, 128)" in panel.table
 
 
-def test_a_frame_is_one_buffer_of_float32_with_offsets():
+def test_the_first_frames_are_one_buffer_of_float32_with_offsets_in_the_traits():
     panel = HeadsExplorer(h=4, d_model=64)
     view = panel.view
     frame = view.frames["d_model=64|h=8"]
@@ -67,6 +67,33 @@ def test_a_frame_is_one_buffer_of_float32_with_offsets():
     start, n = block["offset"], 8 * 7 * 7
     torch.testing.assert_close(data[start : start + n].view(8, 7, 7), view.maps("d_model=64|h=8"))
     assert len(view.buffer) == 4 * sum(b["h"] * len(b["rows"]) ** 2 for b in view.blocks.values())
+
+
+def test_a_step_sends_only_the_frames_it_adds_and_drops(monkeypatch):
+    panel = HeadsExplorer(h=4, d_model=64)
+    messages = []
+    monkeypatch.setattr(panel.view, "send", lambda content, buffers=None: messages.append(
+        (content, buffers)))  # fmt: skip
+    before = panel.view.sent
+    panel.d_model_slider.value = 72
+    (delta, buffers), *rest = messages
+    assert not rest and delta["type"] == "delta" and not delta["reset"]
+    assert (
+        set(delta["frames"])
+        == panel.view.sent - before
+        == {f"d_model=88|h={h}" for h in range(1, 17)}
+    )
+    assert delta["drop_frames"] == []  # within four steps: kept
+    data = torch.frombuffer(bytearray(buffers[0]), dtype=torch.float32)
+    assert "88 is not divisible by num_heads=3" in delta["frames"]["d_model=88|h=3"]["error"]
+    for key in ("d_model=88|h=8", "d_model=88|h=11"):  # 88 = 8 · 11
+        meta = delta["blocks"][delta["frames"][key]["block"]]
+        sent = data[meta["offset"] : meta["offset"] + meta["size"]].view(meta["h"], 7, 7)
+        assert torch.equal(sent, panel.view.maps(key))
+    panel.d_model_slider.value = 128  # eight steps on: the far frames are dropped
+    assert "d_model=64|h=4" in messages[-1][0]["drop_frames"]
+    panel.view._on_message(panel.view, {"type": "snapshot"}, [])  # a view rendered late
+    assert messages[-1][0]["reset"] and set(messages[-1][0]["frames"]) == panel.view.sent
 
 
 def test_heads_explorer_impossible_combination_says_why_and_recovers():
@@ -99,6 +126,18 @@ def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
     monkeypatch.setattr(panel, "_frame", broken)
     panel.d_model_slider.value = 200  # a setting not sent ahead
     assert panel.message == "Unexpected RuntimeError: boom"
+    monkeypatch.undo()
+
+    def failing_publish(keep=None, full=False):
+        raise MemoryError("transient")
+
+    publish = panel.view.publish
+    panel.view.publish = failing_publish
+    panel.d_model_slider.value = 400
+    assert panel.message == "Unexpected MemoryError: transient"
+    panel.view.publish = publish
+    panel.d_model_slider.value = 408  # it works again: the notice goes
+    assert panel.message.startswith("4 heads of d_k = 408 / 4 = 102")
 
 
 @pytest.mark.parametrize(
@@ -126,7 +165,7 @@ def test_block_matrix_explorer_cuts_one_matrix_and_checks_live():
     assert torch.equal(panel.maps, w_q) and panel.current.bands == 4
     panel.h_slider.value = 8
     assert torch.equal(panel.maps, w_q) and panel.current.bands == 8  # same numbers, new cut
-    assert panel.current.block == panel.view.frames["d_model=32|h=4"]["block"]  # sent once
+    assert panel.current.block == panel.view.frame("d_model=32|h=4").block  # sent once
     assert "(32, 4)" in panel.table and "✓ all 8 maps: fused = per-head" in panel.table
     assert panel.message == "W^Q cut into h = 8 blocks of d_k = 4 columns"
     panel.h_slider.value = 5
@@ -139,7 +178,7 @@ def test_block_matrix_explorer_cuts_one_matrix_and_checks_live():
 def test_query_explorer_follows_the_chosen_token():
     panel = QueryExplorer()
     assert "query 2 ('sat')" in panel.table
-    assert {f"query={t}" for t in range(7)} <= set(panel.view.frames)  # every query sent ahead
+    assert {f"query={t}" for t in range(7)} <= panel.view.sent  # every query sent ahead
     panel.query.value = 4
     assert panel.view.key(**panel.setting) == "query=4"
     assert "query 4 ('a')" in panel.table

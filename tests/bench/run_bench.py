@@ -40,6 +40,7 @@ RECORDER = """() => {
     document.addEventListener('click', start, true);
     window.addEventListener('attention-view:drawn', (e) => {
         const d = e.detail;
+        if (d.state === 'pending') return;  // "computing": not yet the new picture
         const fresh = r.mode === 'note' ? d.state === 'ok' && d.note !== r.note : !r.seen.has(d.key);
         if (r.t0 !== null && fresh) {
             r.out.push({ what: r.mode === 'note' ? d.note : d.key, state: d.state, ms: d.t - r.t0 });
@@ -138,6 +139,7 @@ def first_visits_in_browser() -> dict:
     return {name: {**_summary(rows), "visits": rows} for name, rows in results.items()}
 
 
+# each a different number of tokens from the one before: the note ("N tokens; ...") tells them apart
 SENTENCES = [
     "A dog slept under the old wooden table.",
     "She gave him the book because he asked for it.",
