@@ -34,12 +34,10 @@ function float32(view) {
   return new Float32Array(bytes.buffer);
 }
 
-// The frames and blocks a model holds (shared by its views): the traits' snapshot, then deltas.
-const stores = new WeakMap();
-
-function storeOf(model) {
-  if (!stores.has(model)) stores.set(model, { frames: {}, blocks: {}, views: new Set() });
-  return stores.get(model);
+// The frames and blocks a view holds: the traits' snapshot, then the deltas the kernel sends.
+// (Each view keeps its own: anywidget hands every view its own model object.)
+function newStore() {
+  return { frames: {}, blocks: {} };
 }
 
 function addBlocks(store, metas, data) {
@@ -48,17 +46,13 @@ function addBlocks(store, metas, data) {
   }
 }
 
-function loadTraits(model) {
-  const store = storeOf(model);
+function loadTraits(store, model) {
   store.frames = { ...model.get("frames") };
   store.blocks = {};
   addBlocks(store, model.get("blocks"), float32(model.get("buffer")));
-  store.views.forEach((redraw) => redraw());
 }
 
-function applyDelta(model, msg, buffers) {
-  if (!msg || msg.type !== "delta") return;
-  const store = storeOf(model);
+function applyDelta(store, msg, buffers) {
   if (msg.reset) {
     store.frames = {};
     store.blocks = {};
@@ -67,19 +61,6 @@ function applyDelta(model, msg, buffers) {
   Object.assign(store.frames, msg.frames);
   for (const key of msg.drop_frames) delete store.frames[key];
   for (const name of msg.drop_blocks) delete store.blocks[name];
-  store.views.forEach((redraw) => redraw());
-}
-
-function initialize({ model }) {
-  loadTraits(model);
-  const reload = () => loadTraits(model);
-  const onDelta = (msg, buffers) => applyDelta(model, msg, buffers);
-  for (const name of ["frames", "blocks", "buffer"]) model.on(`change:${name}`, reload);
-  model.on("msg:custom", onDelta);
-  return () => {
-    for (const name of ["frames", "blocks", "buffer"]) model.off(`change:${name}`, reload);
-    model.off("msg:custom", onDelta);
-  };
 }
 
 // One block's maps as a function (head, query, key) -> weight.
@@ -447,7 +428,8 @@ function render({ model, el }) {
   const hint = element("span", "av-hint", toolbar);
   hint.textContent = "hover a cell for its weight · click a query (row or word) to follow it";
 
-  const store = storeOf(model);
+  const store = newStore();
+  loadTraits(store, model);
   let shown = null; // { key, frame, block, maps, geometry } of the last frame drawn with maps
   let lastSide = null;
 
@@ -641,7 +623,17 @@ function render({ model, el }) {
   const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
   const redraw = () => draw();
   for (const name of [...traits, ...controls]) model.on(`change:${name}`, redraw);
-  store.views.add(redraw); // new frames: from the traits or a delta
+  const reload = () => {
+    loadTraits(store, model); // a first set, or a whole new one (a new text)
+    draw();
+  };
+  const onDelta = (msg, buffers) => {
+    if (!msg || msg.type !== "delta") return;
+    applyDelta(store, msg, buffers); // a step: what it adds and drops
+    draw();
+  };
+  for (const name of ["frames", "blocks", "buffer"]) model.on(`change:${name}`, reload);
+  model.on("msg:custom", onDelta);
   // a view rendered late (or again) may have missed deltas: ask the kernel for everything
   model.send({ type: "snapshot" });
   const resize = new ResizeObserver(redraw);
@@ -699,8 +691,9 @@ function render({ model, el }) {
     resize.disconnect();
     if (zoom) zoom.removeEventListener("change", onZoom);
     for (const name of [...traits, ...controls]) model.off(`change:${name}`, redraw);
-    store.views.delete(redraw);
+    for (const name of ["frames", "blocks", "buffer"]) model.off(`change:${name}`, reload);
+    model.off("msg:custom", onDelta);
   };
 }
 
-export default { initialize, render };
+export default { render };
