@@ -12,7 +12,7 @@ const FONT = 14; // CSS px: the smallest text drawn anywhere in the panel
 const FONT_FAMILY = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC', sans-serif";
 const GAP = 12; // between tiles
 const TITLE = 26; // a tile's title line and its colour bar
-const LABEL_PITCH = 16; // the closest two labels may sit (font size + 2)
+const LABEL_PITCH = 15; // the closest two labels may sit (font size + 1)
 const MAX_CELL = 56;
 const MIN_NUMBER_CELL = 40; // cells this large print their weight inside
 
@@ -179,7 +179,9 @@ function drawTitle(ctx, title, tile, width, colour) {
   ctx.fillStyle = "#1f2328";
   ctx.textAlign = "center";
   ctx.textBaseline = "bottom";
-  const text = ctx.measureText(title).width > width ? title.replace(/^head /, "") : title;
+  // "head 12" -> "12", "ONE head" -> "ONE" when the tile is narrow
+  const options = [title, title.replace(/^head /, ""), title.split(" ")[0]];
+  const text = options.find((t) => ctx.measureText(t).width <= width + GAP - 2) || options[2];
   ctx.fillText(fitLabel(ctx, text, width + GAP - 2), tile.x + width / 2, tile.y - 9);
 }
 
@@ -365,7 +367,9 @@ function drawMatrix(ctx, area, frame, block, palette) {
   small.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(small, x0, y0, w, hgt);
-  const step = Math.max(1, Math.ceil(34 / (dk * cell))); // labels at least 34 px apart
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  const widestLabel = ctx.measureText(frame.name.replace("^", `${subscript(h - 1)}^`)).width;
+  const step = Math.max(1, Math.ceil((widestLabel + 8) / (dk * cell))); // labels never touch
   for (let i = 0; i < h; i++) {
     const x = x0 + i * dk * cell;
     ctx.globalAlpha = 0.35;
@@ -454,19 +458,17 @@ function render({ model, el }) {
 
   function drawFrameForControls() {
     const key = currentKey(model);
-    const blocks = store.blocks;
-    const stillThere = (f) => f && f.block in blocks; // a frame whose maps are still sent
-    const frames = store.frames;
-    const frame = frames[key];
+    const frame = store.frames[key];
     const notice = model.get("notice");
     let state = "ok";
     let drawFrame = frame;
-    if (!frame) {
-      state = "pending";
-      drawFrame = shown && stillThere(shown.frame) ? shown.frame : null;
-    } else if (frame.error) {
-      state = "error";
-      drawFrame = shown && stillThere(shown.frame) ? shown.frame : null;
+    let block = frame && store.blocks[frame.block];
+    if (!frame || (!frame.error && !block)) state = "pending";
+    else if (frame.error) state = "error";
+    if (state !== "ok") {
+      // grey the last good frame; its block is kept here even when the kernel dropped it
+      drawFrame = shown && shown.frame;
+      block = shown && shown.block;
     }
     el.dataset.key = key;
     el.dataset.state = state;
@@ -474,13 +476,14 @@ function render({ model, el }) {
     const what = model.get("key_by").map((n) => `${n} = ${model.get(n)}`).join(", ");
     if (state === "pending") setMessage("pending", `⏳ computing ${what} …`);
     else if (state === "error") {
-      const stale = drawFrame ? " The greyed maps and table show the last setting that worked." : "";
+      const stale = drawFrame ? " (Greyed: the last setting that worked.)" : "";
       setMessage("error", `✗ ${frame.error}${stale}`);
     } else if (notice) setMessage("error", `✗ ${notice}`);
     else setMessage("ok", frame.note || "");
     for (const [mode, b] of Object.entries(buttons)) b.classList.toggle("av-on", model.get("mode") === mode);
+    const queryIsControl = model.get("key_by").includes("query");
     hint.textContent = model.get("mode") === "lines"
-      ? "click a query word on the left to see only its lines; again to see all"
+      ? `click a query word on the left to see only its lines${queryIsControl ? "" : "; again to see all"}`
       : "hover a cell for its weight · click a query (row or word) to follow it";
 
     const width = Math.max(mapsBox.clientWidth, 320);
@@ -500,7 +503,6 @@ function render({ model, el }) {
       announce(key, state);
       return;
     }
-    const block = blocks[drawFrame.block];
     const area = { width, height };
     if (block.kind === "matrix") {
       const geometry = drawMatrix(ctx, area, drawFrame, block, model.get("palette"));
@@ -612,6 +614,8 @@ function render({ model, el }) {
     if (!hit || hit.matrix) return;
     const keep = model.get("key_by").includes("query"); // the query is a control: never unset
     model.set("query", hit.q === model.get("query") && !keep ? -1 : hit.q);
+    const focusBy = model.get("focus_by");
+    if (focusBy && hit.head !== null) model.set(focusBy, hit.head); // a click on a tile picks it
     model.save_changes();
   }
 
@@ -676,7 +680,9 @@ function render({ model, el }) {
     },
     // the colour drawn inside a cell, a fifth of the way in (clear of the number printed there)
     pixelOf(head, q, k) {
-      const t = shown && shown.geometry.tiles && shown.geometry.tiles.find((tile) => tile.head === head);
+      const g = shown && shown.geometry;
+      const t = g && (g.matrix ? { x: g.matrix.x0, y: g.matrix.y0, cell: g.matrix.cell }
+        : g.tiles && g.tiles.find((tile) => tile.head === head));
       if (!t) return null;
       const dpr = canvas.width / canvas.clientWidth;
       const x = (t.x + (k + 0.2) * t.cell) * dpr, y = (t.y + (q + 0.2) * t.cell) * dpr;

@@ -187,9 +187,20 @@ def check_attention_rows(
             f"✗ {name}: row {index} sums to {float(sums[index]):.6g}, not "
             f"{float(target[index]):.0f} (atol {atol:.0e}).\n  Hint: {hint}"
         )
-    rows = f"all {n_rows} rows" if not n_empty else f"{n_rows - n_empty} of {n_rows} rows"
-    empty = f"; the {n_empty} fully masked rows are all 0" if n_empty else ""
+    if n_rows == 1:
+        rows = "the row"
+    else:
+        rows = f"all {n_rows} rows" if not n_empty else f"{n_rows - n_empty} of {n_rows} rows"
+    sums = "sums" if rows == "the row" or n_rows - n_empty == 1 else "sum"
+    empty = ""
+    if n_empty:
+        empty = (
+            "; the fully masked row is all 0"
+            if n_empty == 1
+            else (f"; the {n_empty} fully masked rows are all 0")
+        )
     return _say(
-        f"✓ {name}: {rows} of {_fmt(w.shape)} sum to 1 within {atol:.0e}, entries in [0, 1]{empty}",
+        f"✓ {name}: {rows} of {_fmt(w.shape)} {sums} to 1 within {atol:.0e}, entries in "
+        f"[0, 1]{empty}",
         echo,
     )

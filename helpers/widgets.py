@@ -98,6 +98,18 @@ def _d_model_slider(d_model: int, high: int) -> widgets.IntSlider:
     )  # fmt: skip
 
 
+def _heads_or_why(d_model: int, h: int) -> int:
+    """d_k = d_model / h, or a ValueError in the panel's words: the slider's h, and only the
+    head counts the slider can reach."""
+    if d_model % h:
+        works = ", ".join(str(n) for n in valid_head_counts(d_model) if n <= H_MAX)
+        raise ValueError(
+            f"d_model = {d_model} is not divisible by h = {h}: each head would get d_k = "
+            f"{d_model}/{h} = {d_model / h:.2f} features. h that work here: {works}."
+        )
+    return check_num_heads(d_model, h)
+
+
 def _around(value: int, low: int, high: int, step: int, radius: int) -> list[int]:
     """value, then its neighbours one step away, two steps away, ... within [low, high]."""
     out = [value]
@@ -133,6 +145,7 @@ class _Panel(widgets.VBox):
             widgets.jslink((control, synced), (view, name))
             control.observe(self._moved, names="value")  # ... and the kernel prefetches around
         super().__init__([*(rows or [widgets.HBox(list(controls.values()))]), view])
+        self.add_class("course-panel")  # its controls' text at 15 px (attention_view.css)
         self._moved()
 
     def __repr__(self) -> str:
@@ -273,7 +286,7 @@ class HeadsExplorer(_Panel):
                 yield {"d_model": d_model, "h": h}
 
     def _frame(self, d_model: int, h: int) -> Frame:
-        d_k = check_num_heads(d_model, h)  # ValueError -> the frame says which h would work
+        d_k = _heads_or_why(d_model, h)  # the frame then says which h would work
         T = len(self.words)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
         per_head = seeded_attention(d_model, h, self.seed, per_head=True)
@@ -340,7 +353,7 @@ class OneVsManyExplorer(_Panel):
 
     def _frame(self, h: int) -> Frame:
         d_model = self.d_model
-        d_k = check_num_heads(d_model, h)
+        d_k = _heads_or_why(d_model, h)
         T = len(self.words)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
         one = seeded_attention(d_model, 1, self.seed)
@@ -369,10 +382,10 @@ class OneVsManyExplorer(_Panel):
         rows = [
             ("tensor", "shape", "dims", "check"),
             _shape_row(scores_one, (1, T, T), "scores, 1 head", "B T T"),
-            _shape_row(scores_heads, (1, h, T, T), f"scores, {h} heads", "B h T T"),
+            _shape_row(scores_heads, (1, h, T, T), f"scores, {plural(h, 'head')}", "B h T T"),
         ]
         side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
-        note = f"ONE head of d_model = {d_model} (left) and {plural(h, 'head')} of d_k = {d_k}"
+        note = f"ONE head of d_model = {d_model} (first map) and {plural(h, 'head')} of d_k = {d_k}"
         return Frame(block, side, note)
 
 
@@ -480,7 +493,7 @@ class RealHeadsExplorer(_Panel):
         try:
             encoded = self._encode(self.text.value)
         except ValueError as err:  # keep the last sentence: layer and head go on working
-            self.view.notice = f"{err} The maps still show: '{self.shown_text}'."
+            self.view.notice = f"{str(err).rstrip('.')}. The maps still show: '{self.shown_text}'"
             return
         except Exception as err:  # noqa: BLE001
             self.view.notice = f"Unexpected {type(err).__name__}: {err}"
@@ -547,7 +560,7 @@ class BlockMatrixExplorer(_Panel):
                 yield {"d_model": d_model, "h": h}
 
     def _frame(self, d_model: int, h: int) -> Frame:
-        d_k = check_num_heads(d_model, h)
+        d_k = _heads_or_why(d_model, h)
         x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
         fused = seeded_attention(d_model, h, self.seed)
         per_head = seeded_attention(d_model, h, self.seed, per_head=True)
@@ -567,7 +580,12 @@ class BlockMatrixExplorer(_Panel):
             check_close(torch.cat(blocks, dim=-1), w_q, "[W_0 … W_h-1] = W^Q", echo=False),
             check_close(x @ w_q, side_by_side, "x·W^Q = [x·W_0 … x·W_h-1]", echo=False),
             check_close(out_fused, out, "out: fused = per-head", echo=False),
-            check_close(weights_fused, weights, f"all {h} maps: fused = per-head", echo=False),
+            check_close(
+                weights_fused,
+                weights,
+                f"{'the map' if h == 1 else f'all {h} maps'}: fused = per-head",
+                echo=False,
+            ),  # fmt: skip
             f"parameters: per-head {count_parameters(per_head):,}, "
             f"fused {count_parameters(fused):,}",
         ]

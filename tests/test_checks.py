@@ -97,5 +97,7 @@ def test_checks_return_their_line_instead_of_printing_for_widgets(capsys):
     assert (
         check_close(torch.ones(2), torch.ones(2), "a", echo=False) == "✓ a: equal within atol 1e-05"
     )
-    assert check_attention_rows(torch.ones(1, 1), echo=False).startswith("✓ weights: all 1 rows")
+    assert check_attention_rows(torch.ones(1, 1), echo=False).startswith(
+        "✓ weights: the row of (1, 1) sums to 1"
+    )  # one row: singular
     assert capsys.readouterr().out == ""
