@@ -83,7 +83,9 @@ function widest(ctx, labels) {
 
 // Where every tile goes in a w x h area: the number of columns that gives the largest square cells.
 function layoutGrid(ctx, area, maps, rows, cols, enlarge) {
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`; // the followed query's label is bold: room for it
   const labelW = Math.min(widest(ctx, rows), 96) + 8;
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
   const labelH = Math.min(widest(ctx, cols), 72) + 8;
   const colorbarW = 72;
   // with one head enlarged, the grid of all heads is an overview: no labels (hover tells)
@@ -172,16 +174,25 @@ function drawTile(ctx, maps, head, tile, colormap) {
 }
 
 // A tile's title in dark text (readable on a projector) over a bar of the head's colour.
-function drawTitle(ctx, title, tile, width, colour) {
+// The shortest form (0 full, 1 "head 12" -> "12", 2 "ONE head" -> "ONE") every title fits in.
+function titleForm(ctx, titles, width) {
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  const fits = (form) => titles.every((t) => ctx.measureText(shorten(t, form)).width <= width + GAP - 2);
+  return [0, 1].find(fits) ?? 2;
+}
+
+function shorten(title, form) {
+  return [title, title.replace(/^head /, ""), title.split(" ")[0]][form];
+}
+
+function drawTitle(ctx, title, tile, width, colour, form = 0) {
   ctx.fillStyle = colour;
   ctx.fillRect(tile.x, tile.y - 7, width, 5);
   ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
   ctx.fillStyle = "#1f2328";
   ctx.textAlign = "center";
   ctx.textBaseline = "bottom";
-  // "head 12" -> "12", "ONE head" -> "ONE" when the tile is narrow
-  const options = [title, title.replace(/^head /, ""), title.split(" ")[0]];
-  const text = options.find((t) => ctx.measureText(t).width <= width + GAP - 2) || options[2];
+  const text = shorten(title, form); // one form for the whole grid
   ctx.fillText(fitLabel(ctx, text, width + GAP - 2), tile.x + width / 2, tile.y - 9);
 }
 
@@ -237,9 +248,10 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   const grid = layoutGrid(ctx, area, maps, block.rows, block.cols, enlarge);
   const titles = block.titles;
+  const form = titleForm(ctx, titles, grid.tileW);
   for (const tile of grid.tiles) {
     drawTile(ctx, maps, tile.head, tile, colormap);
-    drawTitle(ctx, titles[tile.head], tile, grid.tileW, headColour(block, palette, tile.head));
+    drawTitle(ctx, titles[tile.head], tile, grid.tileW, headColour(block, palette, tile.head), form);
     if (tile.head === focus) {
       ctx.strokeStyle = "#000";
       ctx.lineWidth = 3;
@@ -272,12 +284,14 @@ function drawMaps(ctx, area, frame, block, maps, view) {
       ctx.strokeRect(tile.x - 1, tile.y + selected * tile.cell - 1, w + 2, tile.cell + 2);
     }
   }
-  drawColorbar(ctx, grid.colorbarX, TITLE, Math.min(area.height - grid.labelH - TITLE, 240), colormap);
+  // the bar starts below its label, so the label never meets the "1" beside the bar
+  const barTop = TITLE + 14;
+  drawColorbar(ctx, grid.colorbarX, barTop, Math.min(area.height - grid.labelH - barTop, 230), colormap);
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   ctx.fillStyle = "#333";
-  ctx.textAlign = "center";
+  ctx.textAlign = "left";
   ctx.textBaseline = "bottom";
-  ctx.fillText("weight", grid.colorbarX + 7, TITLE - 3);
+  ctx.fillText("weight", grid.colorbarX, barTop - 8);
   return grid;
 }
 
@@ -287,7 +301,9 @@ function drawLines(ctx, area, frame, block, maps, view) {
   const { palette, selected, focus } = view;
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   const legend = 26;
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`; // the followed query's label is bold: room for it
   const labelW = Math.min(Math.max(widest(ctx, block.rows), widest(ctx, block.cols)), 120) + 10;
+  ctx.font = `${FONT}px ${FONT_FAMILY}`;
   const top = legend + 12;
   const pitchQ = (area.height - top - 4) / Math.max(maps.tq, 1);
   const pitchK = (area.height - top - 4) / Math.max(maps.tk, 1);

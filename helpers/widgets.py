@@ -381,8 +381,8 @@ class OneVsManyExplorer(_Panel):
         block = self.view.add_maps(f"1+{h}", maps, self.words, self.words, titles, colours)
         rows = [
             ("tensor", "shape", "dims", "check"),
-            _shape_row(scores_one, (1, T, T), "scores, 1 head", "B T T"),
-            _shape_row(scores_heads, (1, h, T, T), f"scores, {plural(h, 'head')}", "B h T T"),
+            _shape_row(scores_one, (1, T, T), "scores, ONE head", "B T T"),
+            _shape_row(scores_heads, (1, h, T, T), f"scores, h = {h}", "B h T T"),
         ]
         side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
         note = f"ONE head of d_model = {d_model} (first map) and {plural(h, 'head')} of d_k = {d_k}"

@@ -198,7 +198,8 @@ def test_one_vs_many_explorer_shows_one_map_beside_h_and_checks_the_score_identi
     assert "✓ the same W^Q" in panel.table and "parameters: 9,216 both" in panel.table
     panel.h_slider.value = 1  # one head either way: the outputs are identical
     assert "max |out_one − out_1| = 0" in panel.table
-    assert "scores, 1 head<" in panel.table and "1 heads" not in panel.table + panel.message
+    assert "scores, ONE head<" in panel.table and "scores, h = 1<" in panel.table
+    assert "1 heads" not in panel.table + panel.message
     assert torch.equal(panel.maps[0], panel.maps[1])
     panel.h_slider.value = 8
     assert panel.maps.shape == (9, 7, 7) and "(1, 8, 7, 7)" in panel.table
