@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import io
 import math
-from functools import lru_cache
 
 import matplotlib
 import numpy as np
 import torch
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from PIL import Image
 
 from helpers import palette
 
@@ -28,8 +25,6 @@ __all__ = [
     "show",
     "attention_map",
     "heads_mosaic",
-    "heads_mosaic_png",
-    "query_breakdown",
     "block_matrix",
     "loss_curves",
     "qkv_layouts",
@@ -170,102 +165,6 @@ def _tile(w: torch.Tensor, cols: int, gap: int) -> torch.Tensor:
         r, c = divmod(i, cols)
         canvas[r * (T + gap) : r * (T + gap) + T, c * (T + gap) : c * (T + gap) + T] = w[i]
     return canvas
-
-
-@lru_cache(maxsize=64)
-def _mosaic_frame(
-    h: int, words: tuple[str, ...], title: str, dpi: int, titles: tuple[str, ...] | None, cols: int
-):
-    """Render the mosaic's frame once per layout: RGBA pixels and where the tiles go."""
-    T = len(words)
-    fig = heads_mosaic(
-        torch.zeros(h, T, T), list(words), title, cols=cols, titles=titles and list(titles)
-    )
-    agg = FigureCanvasAgg(fig)
-    fig.set_dpi(dpi)
-    agg.draw()
-    frame = np.asarray(agg.buffer_rgba())[..., :3].copy()  # (H, W, 3)
-    box = fig.axes[0].get_images()[0].get_window_extent()
-    H = frame.shape[0]
-    x0, x1 = round(box.x0), round(box.x1)
-    y0, y1 = H - round(box.y1), H - round(box.y0)  # pixel rows count from the top
-    return frame, (y0, y1, x0, x1)
-
-
-def heads_mosaic_png(
-    weights: torch.Tensor,
-    words: list[str],
-    title: str,
-    dpi: int = 80,
-    titles: list[str] | None = None,
-    cols: int | None = None,
-) -> bytes:
-    """`heads_mosaic` as PNG bytes, fast enough for a slider (about 15 ms at h = 16).
-
-    Matplotlib spends most of a redraw on the word labels, which depend only on h and the words;
-    so the frame is drawn once per layout, and each call paints the tiles' pixels into a copy.
-    """
-    w = _matrix(weights, 3, "heads_mosaic_png takes (h, T, T) maps")
-    h, T, _ = w.shape
-    cols = cols or min(h, 4)
-    frame, (y0, y1, x0, x1) = _mosaic_frame(
-        h, tuple(words), title, dpi, titles and tuple(titles), cols
-    )
-    canvas = _tile(w.clamp(0, 1), cols, 1 if T < 10 else 2).numpy()
-    rgb = _cmap()(np.ma.masked_invalid(canvas), bytes=True)[..., :3]  # (rows, cols, 3)
-    # nearest-neighbour upsampling: which canvas cell each pixel of the image area shows
-    pick_rows = ((np.arange(y1 - y0) + 0.5) * canvas.shape[0] / (y1 - y0)).astype(int)
-    pick_cols = ((np.arange(x1 - x0) + 0.5) * canvas.shape[1] / (x1 - x0)).astype(int)
-    is_tile = ~np.isnan(canvas)[pick_rows][:, pick_cols, None]  # the gaps keep the head titles
-    picture = frame.copy()
-    picture[y0:y1, x0:x1] = np.where(is_tile, rgb[pick_rows][:, pick_cols], frame[y0:y1, x0:x1])
-    buffer = io.BytesIO()
-    Image.fromarray(picture).save(buffer, format="png", compress_level=1)
-    return buffer.getvalue()
-
-
-def query_breakdown(
-    scores: torch.Tensor,
-    weights: torch.Tensor,
-    v: torch.Tensor,
-    out: torch.Tensor,
-    words: list[str],
-    query: int,
-) -> Figure:
-    """One query's path through attention: its score row (T,), its softmax row (T,), and its
-    output (d_k,) as the weighted sum of the value rows v (T, d_k)."""
-    scores, weights = _matrix(scores, 1, "scores row"), _matrix(weights, 1, "weights row")
-    v, out = _matrix(v, 2, "v"), _matrix(out, 1, "out row")
-    T, d_k = v.shape
-    # fixed margins: constrained layout would double the redraw time of this panel
-    fig = Figure(figsize=(10, 1.6 + 0.42 * T))  # 800 px at 80 dpi
-    fig.subplots_adjust(left=0.07, right=0.94, bottom=0.8 / (1.6 + 0.42 * T), top=0.85, wspace=0.55)
-    ax_s, ax_w, ax_v = fig.subplots(1, 3, width_ratios=[1, 1, 1.5])
-    rows = range(T)
-    ax_s.barh(rows, scores.numpy(), color="0.45")
-    ax_s.axvline(0, color="black", lw=0.8)
-    ax_s.set_yticks(rows, words, fontsize=FONT)
-    ax_s.invert_yaxis()
-    ax_s.set_title(f"1. scores of '{words[query]}'\nq·k / √d_k", fontsize=FONT)
-    colours = matplotlib.colormaps[ATTENTION_CMAP](weights.numpy())
-    ax_w.barh(rows, weights.numpy(), color=colours)
-    ax_w.set_xlim(0, 1)
-    ax_w.set_yticks(rows, words, fontsize=FONT)
-    ax_w.invert_yaxis()
-    for i in rows:
-        ax_w.text(float(weights[i]) + 0.02, i, f"{float(weights[i]):.2f}", va="center", fontsize=9)
-    ax_w.set_title(f"2. softmax → weights\n(they sum to {float(weights.sum()):.2f})", fontsize=FONT)
-    grid = torch.cat([v, torch.full((1, d_k), float("nan")), out.view(1, d_k)])  # (T + 2, d_k)
-    limit = float(grid.nan_to_num(0).abs().max()) or 1.0
-    cmap = matplotlib.colormaps["RdBu_r"].copy()
-    cmap = cmap.with_extremes(bad="white")
-    image = ax_v.imshow(grid.numpy(), cmap=cmap, vmin=-limit, vmax=limit, aspect="auto")
-    labels = [f"{float(weights[i]):.2f} × v({words[i]})" for i in rows] + ["", "out = Σ"]
-    ax_v.set_yticks(range(T + 2), labels, fontsize=FONT - 1)
-    ax_v.set_xlabel("feature (d_k)", fontsize=FONT)
-    ax_v.set_title(f"3. output of '{words[query]}':\nweighted sum of value rows", fontsize=FONT)
-    fig.colorbar(image, ax=ax_v, label="value")
-    return fig
 
 
 def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q") -> Figure:

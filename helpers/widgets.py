@@ -118,6 +118,15 @@ def _around(value: int, low: int, high: int, step: int, radius: int) -> list[int
     return out
 
 
+def _every_h_near_this_d_model(panel, setting: dict[str, int], radius: int):
+    """The settings of an (h, d_model) panel to have ready: every h, at this d_model and at the
+    d_model `radius` slider steps either side, the nearest first."""
+    s = panel.d_model_slider
+    for d_model in _around(setting["d_model"], s.min, s.max, s.step, radius):
+        for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
+            yield {"d_model": d_model, "h": h}
+
+
 class _Panel(widgets.VBox):
     """Controls on top, an AttentionView below; `_frame(**setting)` computes one setting and
     `_reachable(setting, radius)` lists the settings to have ready (the current one first)."""
@@ -279,11 +288,7 @@ class HeadsExplorer(_Panel):
         view = AttentionView(key_by=["d_model", "h"], height=420)
         super().__init__({"h": self.h_slider, "d_model": self.d_model_slider}, view)
 
-    def _reachable(self, setting, radius):
-        s = self.d_model_slider
-        for d_model in _around(setting["d_model"], s.min, s.max, s.step, radius):
-            for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
-                yield {"d_model": d_model, "h": h}
+    _reachable = _every_h_near_this_d_model
 
     def _frame(self, d_model: int, h: int) -> Frame:
         d_k = _heads_or_why(d_model, h)  # the frame then says which h would work
@@ -553,11 +558,7 @@ class BlockMatrixExplorer(_Panel):
         view = AttentionView(key_by=["d_model", "h"], height=420, toolbar=False)
         super().__init__({"h": self.h_slider, "d_model": self.d_model_slider}, view)
 
-    def _reachable(self, setting, radius):
-        s = self.d_model_slider
-        for d_model in _around(setting["d_model"], s.min, s.max, s.step, radius):
-            for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
-                yield {"d_model": d_model, "h": h}
+    _reachable = _every_h_near_this_d_model
 
     def _frame(self, d_model: int, h: int) -> Frame:
         d_k = _heads_or_why(d_model, h)
