@@ -13,7 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([0-9][^\s;]*)$")
-COURSE_PACKAGES = {"torch", "jupyterlab", "ipywidgets", "matplotlib", "nbval"}
+COURSE_PACKAGES = {"torch", "jupyterlab", "ipywidgets", "matplotlib", "nbval", "jupyterlab-rise"}
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -101,6 +101,23 @@ def test_make_targets_use_the_project_venv(target):
     assert "--no-deps -r requirements-nodeps.txt" in dry.stdout
     commands = [line for line in dry.stdout.splitlines() if "jupyter" in line or "pytest" in line]
     assert commands and all(line.lstrip().startswith(".venv/bin/") for line in commands)
+
+
+def test_make_lab_installs_the_course_only_and_make_test_adds_the_tools():
+    def dry(target):
+        run = subprocess.run(
+            ["make", "--dry-run", "--always-make", target], capture_output=True, text=True, cwd=ROOT
+        )
+        assert run.returncode == 0, run.stderr
+        return run.stdout
+
+    lab, test = dry("lab"), dry("test")
+    assert "-r requirements.txt" in lab and "requirements-test.txt" not in lab
+    assert "-r requirements-test.txt" in test
+    # a line per step, with how long it takes, so a first install does not look hung
+    steps = [line for line in lab.splitlines() if line.startswith('echo "[')]
+    assert len(steps) >= 4 and any("minute" in line for line in steps), steps
+    assert "--MappingKernelManager.cull_idle_timeout=" in lab
 
 
 def test_ci_installs_chromium_so_the_browser_tests_run_there():
