@@ -99,7 +99,8 @@ def test_make_targets_use_the_project_venv(target):
     assert dry.returncode == 0, dry.stderr
     assert "-c constraints.txt" in dry.stdout  # every install goes through the torch pin
     assert "--no-deps -r requirements-nodeps.txt" in dry.stdout
-    commands = [line for line in dry.stdout.splitlines() if "jupyter" in line or "pytest" in line]
+    lines = [line for line in dry.stdout.splitlines() if not line.startswith("echo ")]
+    commands = [line for line in lines if "jupyter" in line or "pytest" in line]
     assert commands and all(line.lstrip().startswith(".venv/bin/") for line in commands)
 
 
