@@ -77,6 +77,12 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "look at how you cut q, k, v into heads: the d_k features of one head must come from "
         "one token. Which dims does your view split, and in which order?",
     ),
+    "heads_split_interleaved": (
+        "each head gets every h-th feature: the view cuts d_model into (d_k, h) instead of "
+        "(h, d_k)",
+        "head i owns the d_k features next to each other, i·d_k .. (i+1)·d_k: which of h and d_k "
+        "comes first in your view?",
+    ),
     "heads_merged_without_transpose": (
         "the heads' outputs are put back together in the wrong order: (B, h, T, d_k) reshaped "
         "to (B, T, d_model) directly",
@@ -128,10 +134,7 @@ def reference_attention(
     else:
         project = lambda t, w: t @ w.T  # noqa: E731
     q, k, v = project(x, w_q), project(x, w_k), project(x, w_v)  # (B, T, h·d_k)
-    if mistake == "heads_split_without_transpose":
-        q, k, v = (t.reshape(Bx, num_heads, Tx, d_k) for t in (q, k, v))
-    else:
-        q, k, v = (split_heads(t, num_heads) for t in (q, k, v))  # (B, h, T, d_k)
+    q, k, v = (_split(t, num_heads, mistake) for t in (q, k, v))  # (B, h, T, d_k)
     if mistake is None:
         scores = attention_scores(q, k)  # (B, h, T, T), the course's own function
     else:
@@ -160,6 +163,17 @@ def reference_attention(
     if w_o is None or mistake == "w_o_missing":
         return merged
     return project(merged, w_o)  # (B, T, d_model)
+
+
+def _split(t: torch.Tensor, num_heads: int, mistake: str | None = None) -> torch.Tensor:
+    """(B, T, h·d_k) -> (B, h, T, d_k), or the same cut with one of the split mistakes."""
+    Bt, Tt, inner = t.shape
+    d_k = inner // num_heads
+    if mistake == "heads_split_without_transpose":
+        return t.reshape(Bt, num_heads, Tt, d_k)
+    if mistake == "heads_split_interleaved":
+        return t.reshape(Bt, Tt, d_k, num_heads).permute(0, 3, 1, 2)
+    return split_heads(t, num_heads)
 
 
 def _inputs(seed: int = 0) -> dict:
@@ -204,7 +218,12 @@ def _call(fn: Callable, args: dict) -> tuple[object, str | None]:
         )
     except Exception as err:  # noqa: BLE001 - the learner's error, reported, never raised
         hint = ""
-        if "must match the size" in str(err) or "broadcast" in str(err):
+        if "cannot be multiplied" in str(err):
+            hint = (
+                " Hint: the matrices are stored as (out_features, in_features), like nn.Linear's "
+                "weight: a projection is x @ w.T."
+            )
+        elif "must match the size" in str(err) or "broadcast" in str(err):
             hint = (
                 " Hint: two tensors do not line up; a mask of shape (B, T, T) needs a head dim "
                 "(mask.unsqueeze(1)) to meet scores of shape (B, h, T, T)."
@@ -267,14 +286,42 @@ def _verdict(ok: bool, mistake: str | None, message: str, echo: bool) -> Diagnos
     return Diagnosis(ok, mistake, message)
 
 
-def diagnose(fn: Callable, echo: bool = True) -> Diagnosis:
+def _per_head_args(args: dict) -> dict:
+    """The learner's arguments for the loop exercise: x, then each of w_q, w_k, w_v as a list of h
+    per-head (d_k, d_model) matrices (nn.Linear's layout), then w_o."""
+    d_k = args["w_q"].shape[0] // args["num_heads"]
+    per_head = {name: list(args[name].split(d_k)) for name in ("w_q", "w_k", "w_v")}
+    return {"x": args["x"], **per_head, "w_o": args["w_o"]}
+
+
+def diagnose(
+    fn: Callable, echo: bool = True, mask: bool = True, per_head: bool = False
+) -> Diagnosis:
     """Check `fn(x, w_q, w_k, w_v, w_o, num_heads, mask=None)` against the reference, without and
-    with a mask; name the catalogued mistake it makes, or show where it first differs."""
+    (if `mask`) with a mask; name the catalogued mistake it makes, or show where it first differs.
+
+    mask=False checks `fn(x, w_q, w_k, w_v, w_o, num_heads)`, with no mask parameter. per_head=True
+    checks the loop exercise: `fn(x, w_q, w_k, w_v, w_o)` where w_q, w_k and w_v are lists of h
+    per-head (d_k, d_model) matrices, and no mask.
+    """
     args = _inputs()
-    runs = {"without a mask": {**args, "mask": None}, "with a mask": args}
+    runs = {"without a mask": {**args, "mask": None}}
+    if mask and not per_head:
+        runs["with a mask"] = args
+    mistakes = [
+        name for name in MISTAKES
+        if len(runs) > 1 or not name.startswith("mask_")
+        if not (per_head and name.startswith("heads_"))
+    ]  # fmt: skip
     outputs, stages = {}, {}
     for label, run_args in runs.items():
-        result, problem = _call(fn, run_args)
+        if per_head:
+            call_args = _per_head_args(run_args)
+        elif not mask:  # the exercise's function has no mask parameter
+            call_args = {name: a for name, a in run_args.items() if name != "mask"}
+        else:
+            call_args = run_args
+        result, problem = _call(fn, call_args)
         if problem:
             return _verdict(False, None, problem, echo)
         out, extra = _unpack(result)
@@ -292,12 +339,11 @@ def diagnose(fn: Callable, echo: bool = True) -> Diagnosis:
         outputs[label], stages[label] = out.detach().float(), extra
     expected = {label: reference_attention(**a) for label, a in runs.items()}
     if all(_close(outputs[label], expected[label]) for label in runs):
-        message = (
-            f"✓ Your attention matches the reference within atol {ATOL:.0e}, without and with "
-            "a mask."
-        )
+        which = "without and with a mask" if len(runs) > 1 else "on fixed inputs"
+        message = f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}."
         return _verdict(True, None, message, echo)
-    for name, (what, hint) in MISTAKES.items():
+    for name in mistakes:
+        what, hint = MISTAKES[name]
         if all(
             _close(outputs[label], reference_attention(**a, mistake=name))
             for label, a in runs.items()
@@ -308,6 +354,8 @@ def diagnose(fn: Callable, echo: bool = True) -> Diagnosis:
     where = _first_difference(outputs[label], expected[label], stages[label], runs[label])
     message = (
         f"✗ Your output differs from the reference {label}, and matches no known mistake: {where}"
+        if len(runs) > 1
+        else f"✗ Your output differs from the reference, and matches no known mistake: {where}"
     )
     return _verdict(False, None, message, echo)
 
@@ -349,7 +397,11 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., torch.Tensor], list
             "keys_as_values",
         ],
     ),  # fmt: skip
-    "split_heads": (_split_args, lambda mistake=None, **a: split_heads(a["t"], a["num_heads"]), []),
+    "split_heads": (
+        _split_args,
+        lambda mistake=None, **a: _split(a["t"], a["num_heads"], mistake),
+        ["heads_split_without_transpose", "heads_split_interleaved"],
+    ),
 }
 
 
@@ -364,7 +416,10 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     expected = reference(**args)
     if out is None or out.shape != expected.shape:
         got = tuple(out.shape) if out is not None else type(result).__name__
-        return _verdict(False, None, f"✗ Expected shape {tuple(expected.shape)}, got {got}.", echo)
+        message = f"✗ Expected shape {tuple(expected.shape)}, got {got}."
+        if out is not None and sorted(out.shape) == sorted(expected.shape):
+            message += " The same sizes in another order: check which dims your transpose swaps."
+        return _verdict(False, None, message, echo)
     if _close(out.detach().float(), expected):
         return _verdict(
             True, None, f"✓ Correct: equal to the reference within atol {ATOL:.0e}.", echo

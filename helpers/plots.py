@@ -298,11 +298,16 @@ def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
 
 
 def masks_and_maps(
-    masks: dict[str, torch.Tensor], maps: dict[str, torch.Tensor], words: list[str]
+    masks: dict[str, torch.Tensor],
+    maps: dict[str, torch.Tensor],
+    words: list[str] | dict[str, list[str]],
 ) -> Figure:
-    """Top row: boolean masks (T, T), white = may attend. Bottom row: the map each one gives."""
+    """Top row: boolean masks (T, T), white = may attend. Bottom row: the map each one gives.
+    `words` labels every column, or is {mask name: labels} when the masks need different ones
+    (a padding mask's last positions are "<pad>", a causal mask's are words)."""
     n = len(masks)
-    T = len(words)
+    labels = words if isinstance(words, dict) else dict.fromkeys(masks, words)
+    T = len(next(iter(labels.values())))
     fig = Figure(figsize=(4.2 * n + 1, 8.4), layout="constrained")
     axes = fig.subplots(2, n, squeeze=False)
     for col, (name, mask) in enumerate(masks.items()):
@@ -312,8 +317,8 @@ def masks_and_maps(
         image = bottom.imshow(_matrix(maps[name], 2, "map").numpy(), cmap=_cmap(), vmin=0, vmax=1)
         bottom.set_title(f"attention with {name}", fontsize=FONT)
         for ax in (top, bottom):
-            ax.set_xticks(range(T), words, rotation=90, fontsize=FONT - 1)
-            ax.set_yticks(range(T), words, fontsize=FONT - 1)
+            ax.set_xticks(range(T), labels[name], rotation=90, fontsize=FONT - 1)
+            ax.set_yticks(range(T), labels[name], fontsize=FONT - 1)
         bottom.set_xlabel("key (attended to)", fontsize=FONT - 1)
     axes[0, 0].set_ylabel("query", fontsize=FONT)
     axes[1, 0].set_ylabel("query", fontsize=FONT)
@@ -321,12 +326,22 @@ def masks_and_maps(
     return fig
 
 
-def timings(head_counts: list[int], series: dict[str, list[float]], title: str) -> Figure:
-    """Milliseconds against the number of heads h, one line per way of computing."""
+def timings(
+    head_counts: list[int],
+    series: dict[str, list[float]],
+    title: str,
+    spread: dict[str, list[tuple[float, float]]] | None = None,
+) -> Figure:
+    """Milliseconds against the number of heads h, one line per way of computing. `spread`, if
+    given, is {label: [(low, high) per h]}, drawn as a band around the line (e.g. the quartiles),
+    so the reader sees which differences are larger than the noise."""
     fig = Figure(figsize=(7, 3.8), layout="constrained")
     ax = fig.add_subplot()
     for (label, ms), colour in zip(series.items(), HEAD_COLOURS):
         ax.plot(head_counts, ms, "o-", color=colour, lw=2, ms=7, label=label)
+        if spread and label in spread:
+            low, high = zip(*spread[label])
+            ax.fill_between(head_counts, low, high, color=colour, alpha=0.25, lw=0)
     ax.set_xscale("log", base=2)
     ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=FONT - 1)
     ax.set_ylim(0, max(max(ms) for ms in series.values()) * 1.15)

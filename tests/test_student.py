@@ -11,7 +11,8 @@ from nbclient import NotebookClient
 from tests.student.build import ROOT, build, stub
 
 WITH_EXERCISES = ["01_self_attention.ipynb", "02_per_head_projections.ipynb",
-                  "03_block_matrix.ipynb", "05_learner_questions.ipynb"]  # fmt: skip
+                  "03_block_matrix.ipynb", "05_learner_questions.ipynb",
+                  "06_in_pytorch.ipynb"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +51,43 @@ def test_student_copies_are_valid_and_have_no_outputs(student):
         assert all(c.outputs == [] and c.execution_count is None for c in code)
 
 
-def test_a_stub_keeps_the_task_and_raises():
-    source = 'def f(x):\n    """Exercise: double x."""\n    return 2 * x'
+def test_a_stub_keeps_the_task_and_its_steps_as_todo_lines_and_raises():
+    source = (
+        'def f(x):\n    """Exercise: double x, then add 1."""\n'
+        "    # 1. double -> (B, T)\n    y = 2 * x\n    # 2. add one -> (B, T)\n    return y + 1"
+    )
     lines = stub(source).splitlines()
-    assert lines[:2] == ["def f(x):", '    """Exercise: double x."""']
-    assert lines[2].startswith("    raise NotImplementedError(") and len(lines) == 3
+    assert lines[:4] == [
+        "def f(x):",
+        '    """Exercise: double x, then add 1."""',
+        "    # TODO 1. double -> (B, T)",
+        "    # TODO 2. add one -> (B, T)",
+    ]
+    assert lines[4].startswith("    raise NotImplementedError(") and len(lines) == 5
     with pytest.raises(ValueError, match="exactly one function with a docstring"):
         stub("def f(x):\n    return x")
+    with pytest.raises(ValueError, match="its steps as full-line comments"):
+        stub('def f(x):\n    """Exercise."""\n    return x')
+
+
+@pytest.mark.parametrize("name", WITH_EXERCISES)
+def test_every_stub_is_a_skeleton_with_the_shapes_to_expect(student, name):
+    target, _ = student
+    for original in solutions(ROOT / "notebooks" / name):
+        todo = [line for line in stub(original).splitlines() if "# TODO" in line]
+        assert len(todo) >= 3, todo
+        assert sum("-> (" in line for line in todo) >= 2, todo  # shapes at the steps
+
+
+@pytest.mark.parametrize("name", WITH_EXERCISES)
+def test_with_the_solutions_every_check_passes(name):
+    """The committed notebooks hold the solutions: the cell after each one prints a ✓."""
+    cells = json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+    for i, cell in enumerate(cells):
+        if "solution" in cell["metadata"].get("tags", []):
+            check = cells[i + 1]
+            text = "".join("".join(o.get("text", "")) for o in check["outputs"])
+            assert text.startswith("✓"), (name, text)
 
 
 @pytest.mark.parametrize("name", WITH_EXERCISES)

@@ -1,13 +1,15 @@
 """`make student`: a student copy of the notebooks, without the solutions.
 
-Every cell tagged `solution` (one function, with a docstring that states the task) becomes a stub:
-the same signature and docstring, and a body that raises NotImplementedError. All outputs and
+Every cell tagged `solution` (one function, with a docstring that states the task, and its steps as
+full-line comments with the shapes to expect) becomes a skeleton: the same signature and docstring,
+each step comment as a `# TODO` line, and a body that raises NotImplementedError. All outputs and
 execution counts are cleared. The copy goes to student/ (ignored by git), ready to hand out.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +23,8 @@ STUB = (
 
 
 def stub(source: str) -> str:
-    """The solution's def line(s) and docstring, with a body that raises NotImplementedError."""
+    """The solution's def line(s) and docstring, its step comments as TODO lines, and a body that
+    raises NotImplementedError."""
     tree = ast.parse(source)
     functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
     if len(tree.body) != 1 or len(functions) != 1 or ast.get_docstring(functions[0]) is None:
@@ -30,8 +33,15 @@ def stub(source: str) -> str:
             f"got:\n{source[:200]}"
         )
     docstring_end = functions[0].body[0].end_lineno  # the docstring is the body's first statement
-    lines = source.splitlines()[:docstring_end]
-    return "\n".join([*lines, STUB])
+    lines = source.splitlines()
+    steps = [line for line in lines[docstring_end:] if line.lstrip().startswith("#")]
+    if len(steps) < 2:
+        raise ValueError(
+            "a solution cell must give its steps as full-line comments (at least two), which the "
+            f"student copy keeps as TODO lines; got:\n{source[:200]}"
+        )
+    todo = [re.sub(r"#\s?", "# TODO ", line, count=1) for line in steps]
+    return "\n".join([*lines[:docstring_end], *todo, STUB])
 
 
 def student_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, int]:
