@@ -70,6 +70,7 @@ notebooks: $(TOOLS)
 		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=False \
 		$(NOTEBOOKS)/*.ipynb
 	$(BIN)/python -m tests.strip_widget_state $(NOTEBOOKS)/*.ipynb
+	$(BIN)/python -m tests.slides $(NOTEBOOKS)/*.ipynb
 
 # a benchmark, not a test: it never fails on a time
 bench: $(TOOLS)

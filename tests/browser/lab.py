@@ -55,8 +55,16 @@ def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
         "--LabApp.news_url=None",
     ]  # fmt: skip
+    # fresh settings and workspaces each time: nothing a test (or a teacher) left on this machine,
+    # such as a slideshow left running, changes what the next test sees
+    state = Path(tempfile.mkdtemp(prefix="course-lab-state-"))
+    env = dict(
+        os.environ,
+        JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(state / "workspaces"),
+    )
     process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
     )
     base = f"http://127.0.0.1:{port}"
     try:

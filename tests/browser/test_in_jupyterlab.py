@@ -56,7 +56,7 @@ def expected_panel(notebook):
     if notebook.startswith("04"):
         return widgets.OneVsManyExplorer(h=4, d_model=48)
     if notebook.startswith("05"):
-        return widgets.ParameterExplorer(h=4, d_k=16, d_model=64)
+        return widgets.ParameterExplorer(h=4, d_k=16, d_model=32)
     from helpers.pretrained import load_minilm
 
     text = "The cat sat on the mat because it was warm."

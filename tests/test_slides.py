@@ -1,0 +1,39 @@
+"""Every committed notebook carries the slide metadata that tests/slides.py derives from its cells
+(so `make notebooks` keeps slides in step with new cells), and the rules give what a class needs."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.slides import RISE, slide_types
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebooks_carry_their_slides(path):
+    nb = nbformat.read(path, as_version=4)
+    kinds = [cell.metadata.get("slideshow", {}).get("slide_type") for cell in nb.cells]
+    assert kinds == slide_types(nb.cells)
+    assert nb.metadata["rise"] == RISE
+    assert kinds[0] == "slide"
+
+
+def test_sections_open_slides_and_exercises_reveal_their_solution():
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    solution = code("def f(): ...")
+    solution.metadata["tags"] = ["solution"]
+    cells = [md("# 01 · title"), code("setup"), md("## A section"), code("x"), code("plot"),
+             md("Look for this."), code("y"), md("## Task"), solution, code("check")]  # fmt: skip
+    assert slide_types(cells) == [
+        "slide", "-", "slide", "-", "fragment", "subslide", "-", "slide", "fragment", "fragment"
+    ]  # fmt: skip
+
+
+def test_the_slides_fetch_nothing_from_the_web():
+    # reveal's "simple" theme and others load Google fonts; "white" uses fonts on the machine
+    assert RISE["theme"] == "white"
+    css = (ROOT / "notebooks" / "rise.css").read_text()
+    assert "@import" not in css and "http" not in css
