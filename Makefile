@@ -76,7 +76,7 @@ notebooks: $(TOOLS)
 bench: $(TOOLS)
 	$(BIN)/python -m tests.bench.run_bench
 
-student: $(TOOLS)
+student: $(COURSE)
 	$(BIN)/python -m tests.student.build student
 
 clean:

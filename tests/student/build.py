@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def build(source: Path = ROOT / "notebooks", target: Path = ROOT / "student") ->
         nbformat.validate(copy)
         nbformat.write(copy, target / path.name)
         counts[path.name] = stubs
+    shutil.copy(source / "rise.css", target / "rise.css")  # the slides' text sizes
     return counts
 
 
