@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.lab import ROOT, SCREENSHOTS, chromium_page, jupyter_lab
+from tests.browser.lab import ROOT, SCREENSHOTS, jupyter_lab
 from tests.slides import slide_types
 
 NOTEBOOK = "02_per_head_projections.ipynb"
@@ -22,8 +22,9 @@ PRESENT = "section.present"
 
 
 @pytest.fixture(scope="module")
-def slideshow():
-    """RISE on a copy of 02 with its outputs cleared, so every output seen was made live."""
+def slideshow(page):
+    """RISE on a copy of 02 with its outputs cleared, so every output seen was made live; a new
+    page of the session's Chromium (one Playwright per process) at a projector's 1280x720."""
     root = Path(tempfile.mkdtemp(prefix="course-slides-"))
     nb = nbformat.read(ROOT / "notebooks" / NOTEBOOK, as_version=4)
     for cell in nb.cells:
@@ -31,13 +32,16 @@ def slideshow():
             cell.outputs, cell.execution_count = [], None
     nbformat.write(nb, root / NOTEBOOK)
     shutil.copy(ROOT / "notebooks" / "rise.css", root / "rise.css")
-    with jupyter_lab(root_dir=root) as (base, token), chromium_page(1280, 720) as page:
+    slides = page.context.browser.new_page(viewport={"width": 1280, "height": 720})
+    with jupyter_lab(root_dir=root) as (base, token):
+        page = slides
         outside = []
         page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(base) else 0)
         page.goto(f"{base}/rise/{NOTEBOOK}?token={token}")
         page.wait_for_selector(".reveal.ready", timeout=90_000)
         page.locator(f"{PRESENT} .jp-Cell").first.click()
         yield page, nb, outside
+    slides.close()
 
 
 def present_text(page) -> str:
