@@ -220,8 +220,9 @@ def _call(fn: Callable, args: dict) -> tuple[object, str | None]:
         hint = ""
         if "cannot be multiplied" in str(err):
             hint = (
-                " Hint: the matrices are stored as (out_features, in_features), like nn.Linear's "
-                "weight: a projection is x @ w.T."
+                " Hint: the two sides of a product do not line up: write down the shape of each on "
+                "that line. The weights are stored as (out_features, in_features), like "
+                "nn.Linear's weight, so a projection is x @ w.T."
             )
         elif "must match the size" in str(err) or "broadcast" in str(err):
             hint = (

@@ -159,7 +159,7 @@ class _Panel(widgets.VBox):
 
     def __repr__(self) -> str:
         # what JupyterLab shows before the kernel runs, and what strict nbval compares
-        return f"▶ Run the notebook (Run ▸ Run All Cells) to start {self.WHAT} · notebook view only"
+        return f"▶ Run ▸ Run All Cells in the notebook view starts {self.WHAT}"
 
     @property
     def setting(self) -> dict[str, int]:

@@ -39,7 +39,7 @@ def test_a_panel_shows_one_friendly_line_before_the_notebook_runs(path):
         for output in cell.get("outputs", []):
             if "application/vnd.jupyter.widget-view+json" in output.get("data", {}):
                 text = "".join(output["data"]["text/plain"])
-                assert text.startswith("▶ Run the notebook (Run ▸ Run All Cells) to start"), text
+                assert text.startswith("▶ Run ▸ Run All Cells in the notebook view starts"), text
 
 
 def test_strip_widget_state_removes_only_the_widget_state(tmp_path):

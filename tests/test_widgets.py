@@ -154,9 +154,7 @@ def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
 def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
     panel = Panel()
     text = panel._repr_mimebundle_()["text/plain"]
-    assert text == (
-        f"▶ Run the notebook (Run ▸ Run All Cells) to start {what} · notebook view only"
-    )
+    assert text == (f"▶ Run ▸ Run All Cells in the notebook view starts {what}")
 
 
 def test_block_matrix_explorer_cuts_one_matrix_and_checks_live():

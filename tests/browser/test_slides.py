@@ -96,6 +96,6 @@ def test_code_runs_live_on_the_slides_and_advances(slideshow):
 
 def test_a_panel_says_where_it_runs(slideshow):
     page, _, _ = slideshow
-    slide = run_until(page, "notebook view only")
+    slide = run_until(page, "Run All Cells in the notebook view starts")
     assert "Sliders: h and d_model" in slide and "Traceback" not in slide
     page.screenshot(path=SCREENSHOTS / "slides_02_panel.png")
