@@ -21,6 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
+    "MASK_SHAPES",
+    "heads_mask",
     "scaled_dot_product_attention",
     "attention_scores",
     "SelfAttention",
@@ -102,6 +104,33 @@ def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None
             "Use (T, T) for one mask shared by the batch (e.g. causal), (B, 1, T) to hide padded "
             "keys, or the full (B, T, T)."
         )
+
+
+MASK_SHAPES = (
+    "(T_q, T_k) for one mask shared by the batch (e.g. causal), (B, 1, T_k) to hide padded keys, "
+    "(B, T_q, T_k), or with a head dim (B, 1, T_q, T_k) or (B, h, T_q, T_k), as "
+    "F.scaled_dot_product_attention takes them"
+)
+
+
+def heads_mask(mask: torch.Tensor, B: int, h: int, T_q: int, T_k: int) -> torch.Tensor:
+    """A boolean mask (True = may attend) in any of the shapes of MASK_SHAPES, as a 4-dim tensor
+    that broadcasts to (B, h, T_q, T_k). A mask of 3 dims or fewer has no head dim: it is the same
+    for every head, so it gets one (mask.unsqueeze(-3)); a 4-dim mask already has one."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        _check_mask(mask, (B, T_q, T_k), "(B, T_q, T_k)")  # raises the dtype message
+    target = (B, h, T_q, T_k)
+    m = mask.unsqueeze(-3) if mask.dim() == 3 else mask  # (B, 1, T_q, T_k): one mask for all heads
+    try:
+        fits = m.dim() <= 4 and torch.broadcast_shapes(m.shape, target) == torch.Size(target)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"mask of shape {_fmt(mask.shape)} does not broadcast to (B, h, T_q, T_k) = "
+            f"{_fmt(target)}. Use {MASK_SHAPES}."
+        )
+    return m.reshape((1,) * (4 - m.dim()) + tuple(m.shape))  # 4 dims, for head slices
 
 
 def attention_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
@@ -215,13 +244,20 @@ class PerHeadMultiHeadAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model), mask broadcastable to (B, T, T).
+        """x (B, T, d_model); mask boolean, True = may attend, in any shape of MASK_SHAPES: one
+        for all heads, or (B, h, T, T) with one mask per head (head i gets its own slice).
 
         Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head.
         """
         _check_x(x, self.d_model)
+        B, T, _ = x.shape
+        h = self.num_heads
+        masks = [None] * h
+        if mask is not None:
+            m = heads_mask(mask, B, h, T, T)  # (B or 1, h or 1, T or 1, T)
+            masks = [m[:, i if m.size(1) > 1 else 0] for i in range(h)]  # head i's (B, T, T)
         # (1) each head projects x and attends on its own
-        outs, weights = zip(*(head(x, mask) for head in self.heads))  # h x (B, T, d_k), (B, T, T)
+        outs, weights = zip(*(head(x, m_i) for head, m_i in zip(self.heads, masks)))
         # (2) concatenate the heads' outputs, (3) mix them with w_o
         concat = torch.cat(outs, dim=-1)  # (B, T, h * d_k), usually (B, T, d_model)
         return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T, d_model), (B, h, T, T)
@@ -245,7 +281,8 @@ class FusedMultiHeadAttention(nn.Module):
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, d_model), mask broadcastable to (B, T, T).
+        """x (B, T, d_model); mask boolean, True = may attend, in any shape of MASK_SHAPES: one
+        for all heads, or (B, h, T, T) with one mask per head.
 
         Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head. With
         need_weights=False the weights are not formed (None) and attention runs in PyTorch's fused
@@ -254,8 +291,7 @@ class FusedMultiHeadAttention(nn.Module):
         _check_x(x, self.d_model)
         B, T, _ = x.shape
         if mask is not None:
-            _check_mask(mask, (B, T, T), "(B, T, T)")
-            mask = mask.unsqueeze(-3)  # (..., 1, T, T): the same mask for every head
+            mask = heads_mask(mask, B, self.num_heads, T, T)  # broadcasts to (B, h, T, T)
         # (1) project once with the whole matrix, then cut the features into heads
         q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T, d_k)
         k = split_heads(self.w_k(x), self.num_heads)  # (B, h, T, d_k)

@@ -18,6 +18,7 @@ from helpers.attention import (
     split_heads,
     valid_head_counts,
 )
+from helpers.layouts import split
 
 f64 = torch.float64
 
@@ -148,7 +149,12 @@ def test_mask_that_does_not_broadcast(Module):
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError) as err:
         mha(x, torch.ones(4, 4, dtype=torch.bool))
-    assert "mask of shape (4, 4) does not broadcast to (B, T, T) = (2, 5, 5)" in str(err.value)
+    assert str(err.value) == (
+        "mask of shape (4, 4) does not broadcast to (B, h, T_q, T_k) = (2, 2, 5, 5). Use "
+        "(T_q, T_k) for one mask shared by the batch (e.g. causal), (B, 1, T_k) to hide padded "
+        "keys, (B, T_q, T_k), or with a head dim (B, 1, T_q, T_k) or (B, h, T_q, T_k), as "
+        "F.scaled_dot_product_attention takes them."
+    )
     with pytest.raises(
         ValueError, match=r"must be a boolean tensor \(True = may attend\); got torch.float32"
     ):
@@ -164,3 +170,56 @@ def test_sdpa_rejects_mismatched_q_k_v():
         scaled_dot_product_attention(torch.randn(3, 4), torch.randn(3, 4), torch.randn(2, 4))
     with pytest.raises(ValueError, match=r"does not broadcast to the scores' shape"):
         scaled_dot_product_attention(*qkv(2, T=3, d_k=2), torch.ones(2, 2, dtype=torch.bool))
+
+
+def _every_mask_shape(B, h, T, generator):
+    """Boolean masks (True = may attend) in every shape the modules take, each with the (B, h, T, T)
+    it means; every query keeps at least its own key, so no row is empty."""
+    own = torch.eye(T, dtype=torch.bool)
+    per_head = (torch.rand(B, h, T, T, generator=generator) > 0.5) | own
+    per_batch = (torch.rand(B, T, T, generator=generator) > 0.5) | own
+    lengths = torch.randint(1, T + 1, (B,), generator=generator)
+    keys = torch.arange(T) < lengths.view(B, 1)  # (B, T): padded keys False
+    causal = torch.ones(T, T, dtype=torch.bool).tril()
+    return {
+        "(T, T)": (causal, causal.expand(B, h, T, T)),
+        "(B, T, T)": (per_batch, per_batch.unsqueeze(1).expand(B, h, T, T)),
+        "(B, 1, T)": (keys.view(B, 1, T), keys.view(B, 1, 1, T).expand(B, h, T, T)),
+        "(B, 1, T, T)": (per_batch.unsqueeze(1), per_batch.unsqueeze(1).expand(B, h, T, T)),
+        "(B, h, T, T)": (per_head, per_head),
+    }
+
+
+@pytest.mark.parametrize(
+    "shape", ["(T, T)", "(B, T, T)", "(B, 1, T)", "(B, 1, T, T)", "(B, h, T, T)"]
+)
+def test_every_mask_shape_equals_pytorch_sdpa_in_both_layouts(shape):
+    torch.manual_seed(0)
+    B, h, T, d_model = 2, 4, 5, 16
+    fused = FusedMultiHeadAttention(d_model, h, bias=True).double()
+    per_head = split(fused)
+    x = torch.randn(B, T, d_model, dtype=torch.float64)
+    mask, meaning = _every_mask_shape(B, h, T, torch.Generator().manual_seed(1))[shape]
+    q, k, v = (split_heads(w(x), h) for w in (fused.w_q, fused.w_k, fused.w_v))
+    expected = fused.w_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=meaning)))
+    out, weights = fused(x, mask)
+    torch.testing.assert_close(out, expected, atol=1e-10, rtol=0)
+    assert weights.shape == (B, h, T, T)
+    assert (weights[~meaning] == 0).all()  # nothing where the mask says no
+    out_heads, weights_heads = per_head(x, mask)  # head i gets its own slice of a (B, h, T, T)
+    torch.testing.assert_close(out_heads, expected, atol=1e-10, rtol=0)
+    torch.testing.assert_close(weights_heads, weights, atol=1e-10, rtol=0)
+    kernel, _ = fused(x, mask, need_weights=False)
+    torch.testing.assert_close(kernel, expected, atol=1e-10, rtol=0)
+
+
+def test_a_mask_with_the_wrong_head_count_says_which_shapes_work():
+    mha = FusedMultiHeadAttention(16, 4)
+    x = torch.randn(2, 5, 16)
+    with pytest.raises(ValueError) as err:
+        mha(x, torch.ones(2, 3, 5, 5, dtype=torch.bool))
+    message = str(err.value)
+    assert message.startswith("mask of shape (2, 3, 5, 5) does not broadcast to (B, h, T_q, T_k)")
+    assert "(B, 1, T_q, T_k) or (B, h, T_q, T_k)" in message
+    with pytest.raises(ValueError, match=r"mask of shape \(1, 2, 1, 5, 5\) does not broadcast"):
+        mha(x, torch.ones(1, 2, 1, 5, 5, dtype=torch.bool))
