@@ -85,6 +85,25 @@ def _check_x(x: torch.Tensor, d_model: int) -> None:
         )
 
 
+def _keys_from(x: torch.Tensor, context: torch.Tensor | None, d_model: int) -> torch.Tensor:
+    """What keys and values are made from: `context` (B, T_k, d_model), or x itself."""
+    if context is None:
+        return x  # self-attention: the layer's three inputs are all x
+    if not isinstance(context, torch.Tensor) or context.dim() != 3:
+        got = _fmt(context.shape) if isinstance(context, torch.Tensor) else type(context).__name__
+        raise ValueError(
+            f"context must be a tensor of shape (B, T_k, d_model): the sequence the keys and "
+            f"values come from; got {got}. Leave it out (None) for self-attention."
+        )
+    if context.size(0) != x.size(0) or context.size(-1) != d_model:
+        raise ValueError(
+            f"context must be (B, T_k, d_model) = ({x.size(0)}, T_k, {d_model}), with the batch of "
+            f"x {_fmt(x.shape)} and the module's d_model; got {_fmt(context.shape)}. T_k may "
+            "differ from x's T."
+        )
+    return context
+
+
 def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None:
     """Raise ValueError unless mask is boolean and broadcasts to `target` (named by `names`)."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
@@ -209,17 +228,24 @@ class SelfAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_k, bias=bias)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        context: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model), mask broadcastable to (B, T, T).
+        """Queries from x (B, T_q, d_model); keys and values from context (B, T_k, d_model),
+        which is x itself unless given (cross-attention); mask broadcastable to (B, T_q, T_k).
 
-        Returns out (B, T, d_k) and weights (B, T, T).
+        Returns out (B, T_q, d_k) and weights (B, T_q, T_k).
         """
         _check_x(x, self.d_model)
-        B, T, _ = x.shape
+        source = _keys_from(x, context, self.d_model)
+        B, T_q, _ = x.shape
+        T_k = source.size(1)
         if mask is not None:
-            _check_mask(mask, (B, T, T), "(B, T, T)")
-        q, k, v = self.w_q(x), self.w_k(x), self.w_v(x)  # each (B, T, d_k)
+            _check_mask(mask, (B, T_q, T_k), "(B, T_q, T_k)")
+        q = self.w_q(x)  # (B, T_q, d_k)
+        k, v = self.w_k(source), self.w_v(source)  # each (B, T_k, d_k)
         return scaled_dot_product_attention(q, k, v, mask)
 
 
@@ -242,22 +268,29 @@ class PerHeadMultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(num_heads * d_k, d_model, bias=bias)  # (h·d_k) -> d_model
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        context: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, d_model); mask boolean, True = may attend, in any shape of MASK_SHAPES: one
-        for all heads, or (B, h, T, T) with one mask per head (head i gets its own slice).
+        """Queries from x (B, T_q, d_model); keys and values from context (B, T_k, d_model), x
+        itself unless given. mask boolean, True = may attend, in any shape of MASK_SHAPES: one
+        for all heads, or (B, h, T_q, T_k) with one mask per head (head i gets its own slice).
 
-        Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head.
+        Returns out (B, T_q, d_model) and weights (B, h, T_q, T_k), one map per head.
         """
         _check_x(x, self.d_model)
-        B, T, _ = x.shape
+        source = _keys_from(x, context, self.d_model)
+        B, T_q, _ = x.shape
         h = self.num_heads
         masks = [None] * h
         if mask is not None:
-            m = heads_mask(mask, B, h, T, T)  # (B or 1, h or 1, T or 1, T)
-            masks = [m[:, i if m.size(1) > 1 else 0] for i in range(h)]  # head i's (B, T, T)
-        # (1) each head projects x and attends on its own
-        outs, weights = zip(*(head(x, m_i) for head, m_i in zip(self.heads, masks)))
+            m = heads_mask(mask, B, h, T_q, source.size(1))  # 4 dims, each full or 1
+            masks = [m[:, i if m.size(1) > 1 else 0] for i in range(h)]  # head i's (B, T_q, T_k)
+        # (1) each head projects x (and the context) and attends on its own
+        outs, weights = zip(
+            *(head(x, m_i, context) for head, m_i in zip(self.heads, masks))
+        )  # h x (B, T_q, d_k), (B, T_q, T_k)
         # (2) concatenate the heads' outputs, (3) mix them with w_o
         concat = torch.cat(outs, dim=-1)  # (B, T, h * d_k), usually (B, T, d_model)
         return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T, d_model), (B, h, T, T)
@@ -279,23 +312,29 @@ class FusedMultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = True
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        context: torch.Tensor | None = None,
+        need_weights: bool = True,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, d_model); mask boolean, True = may attend, in any shape of MASK_SHAPES: one
-        for all heads, or (B, h, T, T) with one mask per head.
+        """Queries from x (B, T_q, d_model); keys and values from context (B, T_k, d_model), x
+        itself unless given (cross-attention). mask boolean, True = may attend, in any shape of
+        MASK_SHAPES: one for all heads, or (B, h, T_q, T_k) with one mask per head.
 
-        Returns out (B, T, d_model) and weights (B, h, T, T), one T x T map per head. With
+        Returns out (B, T_q, d_model) and weights (B, h, T_q, T_k), one map per head. With
         need_weights=False the weights are not formed (None) and attention runs in PyTorch's fused
         kernel, as `nn.MultiheadAttention(need_weights=False)` does: the same out, faster.
         """
         _check_x(x, self.d_model)
-        B, T, _ = x.shape
+        source = _keys_from(x, context, self.d_model)
+        B, T_q, _ = x.shape
         if mask is not None:
-            mask = heads_mask(mask, B, self.num_heads, T, T)  # broadcasts to (B, h, T, T)
+            mask = heads_mask(mask, B, self.num_heads, T_q, source.size(1))  # to (B, h, T_q, T_k)
         # (1) project once with the whole matrix, then cut the features into heads
-        q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T, d_k)
-        k = split_heads(self.w_k(x), self.num_heads)  # (B, h, T, d_k)
-        v = split_heads(self.w_v(x), self.num_heads)  # (B, h, T, d_k)
+        q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T_q, d_k)
+        k = split_heads(self.w_k(source), self.num_heads)  # (B, h, T_k, d_k)
+        v = split_heads(self.w_v(source), self.num_heads)  # (B, h, T_k, d_k)
         # (2) attend: the head dim rides along as a batch dim, so there are h softmaxes
         if need_weights:
             out, weights = scaled_dot_product_attention(

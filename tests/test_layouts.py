@@ -3,7 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -245,3 +245,66 @@ def test_need_weights_false_gives_zeros_for_fully_masked_rows_too():
     fast, _ = fused(x, mask, need_weights=False)
     torch.testing.assert_close(fast, out, atol=1e-6, rtol=0)
     torch.testing.assert_close(fast[1, 0], fused.w_o.bias)
+
+
+cross_shapes = st.tuples(
+    st.integers(1, 3),  # B
+    st.integers(1, 6),  # T_q
+    st.integers(1, 6),  # T_k
+    st.integers(1, 5),  # num_heads
+    st.integers(1, 4),  # d_k
+)
+
+
+@settings(deadline=None)
+@given(
+    shape=cross_shapes,
+    bias=st.booleans(),
+    masked=st.booleans(),
+    dtype=st.sampled_from([torch.float64, torch.float32]),
+    data=st.data(),
+)
+def test_cross_attention_equals_torch_multihead_attention(shape, bias, masked, dtype, data):
+    """Queries from x (B, T_q, d_model), keys and values from a context (B, T_k, d_model): every
+    layout equals nn.MultiheadAttention(x, context, context), outputs and all h rectangular maps."""
+    B, T_q, T_k, h, d_k = shape
+    d_model = h * d_k
+    x = torch.randn(B, T_q, d_model, dtype=dtype)
+    context = torch.randn(B, T_k, d_model, dtype=dtype)
+    mask = None
+    if masked:  # each sequence's context padded to its own length: (B, 1, T_k)
+        lengths = data.draw(st.lists(st.integers(1, T_k), min_size=B, max_size=B), label="lengths")
+        mask = (torch.arange(T_k) < torch.tensor(lengths).view(B, 1)).view(B, 1, T_k)
+    per_head = PerHeadMultiHeadAttention(d_model, h, bias=bias).to(dtype)
+    fused = fuse(per_head)
+    out, weights = fused(x, mask, context=context)
+    assert out.shape == (B, T_q, d_model) and weights.shape == (B, h, T_q, T_k)
+    out_heads, weights_heads = per_head(x, mask, context=context)
+    close(out_heads, out, dtype)
+    close(weights_heads, weights, dtype)
+    close(fused(x, mask, context=context, need_weights=False)[0], out, dtype)
+    with torch.no_grad():
+        padding = None if mask is None else ~mask.squeeze(1)  # (B, T_k), True = padded
+        out_torch, weights_torch = to_torch(fused)(
+            x, context, context, key_padding_mask=padding, need_weights=True,
+            average_attn_weights=False,
+        )  # fmt: skip
+    close(out_torch, out, dtype)
+    close(weights_torch, weights, dtype)
+    out_back, weights_back = from_torch(to_torch(fused))(x, mask, context=context)
+    close(out_back, out, dtype)
+    close(weights_back, weights, dtype)
+
+
+def test_context_x_is_self_attention_and_a_wrong_context_says_why():
+    fused = FusedMultiHeadAttention(12, 3)
+    x = torch.randn(2, 5, 12)
+    torch.testing.assert_close(fused(x, context=x)[0], fused(x)[0], atol=0, rtol=0)
+    with pytest.raises(ValueError) as err:
+        fused(x, context=torch.randn(3, 4, 12))
+    assert str(err.value) == (
+        "context must be (B, T_k, d_model) = (2, T_k, 12), with the batch of x (2, 5, 12) and the "
+        "module's d_model; got (3, 4, 12). T_k may differ from x's T."
+    )
+    with pytest.raises(ValueError, match=r"context must be a tensor of shape \(B, T_k, d_model\)"):
+        PerHeadMultiHeadAttention(12, 3)(x, context=torch.randn(4, 12))
