@@ -22,6 +22,7 @@ from torch import nn
 
 __all__ = [
     "MASK_SHAPES",
+    "check_num_kv_heads",
     "heads_mask",
     "scaled_dot_product_attention",
     "attention_scores",
@@ -49,6 +50,22 @@ def valid_head_counts(d_model: int) -> list[int]:
 def _check_positive(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive whole number; got {value!r}.")
+
+
+def check_num_kv_heads(num_heads: int, num_kv_heads: int | None) -> int:
+    """How many K/V heads the query heads share (None = one per query head, plain multi-head
+    attention); raise ValueError unless it divides num_heads into equal groups."""
+    if num_kv_heads is None:
+        return num_heads
+    _check_positive("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        works = ", ".join(str(g) for g in range(1, num_heads + 1) if num_heads % g == 0)
+        raise ValueError(
+            f"num_kv_heads = {num_kv_heads} does not divide num_heads = {num_heads}: each K/V head "
+            f"serves an equal group of query heads. num_kv_heads that work here: {works} "
+            f"(1 = multi-query, {num_heads} = plain multi-head)."
+        )
+    return num_kv_heads
 
 
 def check_num_heads(d_model: int, num_heads: int) -> int:
@@ -256,7 +273,14 @@ class PerHeadMultiHeadAttention(nn.Module):
     d_model / num_heads; another d_k also works, with w_o mapping h·d_k features back to d_model.
     """
 
-    def __init__(self, d_model: int, num_heads: int, bias: bool = False, d_k: int | None = None):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        bias: bool = False,
+        d_k: int | None = None,
+        num_kv_heads: int | None = None,
+    ):
         super().__init__()
         if d_k is None:
             d_k = check_num_heads(d_model, num_heads)
@@ -264,7 +288,14 @@ class PerHeadMultiHeadAttention(nn.Module):
         _check_positive("num_heads", num_heads)
         _check_positive("d_k", d_k)
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_k
+        self.num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
         self.heads = nn.ModuleList(SelfAttention(d_model, d_k, bias=bias) for _ in range(num_heads))
+        if self.num_kv_heads < num_heads:  # grouped-query: the heads of a group share K and V
+            group = num_heads // self.num_kv_heads
+            for g in range(self.num_kv_heads):
+                shared_k, shared_v = self.heads[g * group].w_k, self.heads[g * group].w_v
+                for head in self.heads[g * group + 1 : (g + 1) * group]:
+                    head.w_k, head.w_v = shared_k, shared_v  # the same modules, not copies
         self.w_o = nn.Linear(num_heads * d_k, d_model, bias=bias)  # (h·d_k) -> d_model
 
     def forward(
@@ -302,13 +333,17 @@ class FusedMultiHeadAttention(nn.Module):
     Head i's W_i^Q is rows i*d_k .. (i+1)*d_k of `w_q.weight` (nn.Linear's (out, in) layout).
     """
 
-    def __init__(self, d_model: int, num_heads: int, bias: bool = False):
+    def __init__(
+        self, d_model: int, num_heads: int, bias: bool = False, num_kv_heads: int | None = None
+    ):
         super().__init__()
         self.d_k = check_num_heads(d_model, num_heads)
         self.d_model, self.num_heads = d_model, num_heads
+        # grouped-query (1 = multi-query): K and V have num_kv_heads heads, each shared by a group
+        self.num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, self.num_kv_heads * self.d_k, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(
@@ -333,8 +368,11 @@ class FusedMultiHeadAttention(nn.Module):
             mask = heads_mask(mask, B, self.num_heads, T_q, source.size(1))  # to (B, h, T_q, T_k)
         # (1) project once with the whole matrix, then cut the features into heads
         q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T_q, d_k)
-        k = split_heads(self.w_k(source), self.num_heads)  # (B, h, T_k, d_k)
-        v = split_heads(self.w_v(source), self.num_heads)  # (B, h, T_k, d_k)
+        k = split_heads(self.w_k(source), self.num_kv_heads)  # (B, g, T_k, d_k), g K/V heads
+        v = split_heads(self.w_v(source), self.num_kv_heads)  # (B, g, T_k, d_k)
+        if self.num_kv_heads < self.num_heads:  # each K/V head serves h / g query heads in a row
+            group = self.num_heads // self.num_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, …)
         # (2) attend: the head dim rides along as a batch dim, so there are h softmaxes
         if need_weights:
             out, weights = scaled_dot_product_attention(

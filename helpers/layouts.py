@@ -18,13 +18,32 @@ from torch import nn
 
 from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
 
-__all__ = ["fuse", "split", "from_torch", "to_torch", "to_qkv", "from_qkv"]
+__all__ = ["fuse", "split", "from_torch", "to_torch", "to_qkv", "from_qkv", "expand_kv"]
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
 
 
 def _has_bias(module: nn.Module) -> bool:
     return module.w_o.bias is not None
+
+
+def _heads_of(module: nn.Module, name: str) -> list[nn.Linear]:
+    """The distinct per-head Linear modules of a projection: h for w_q, one per K/V head (the
+    first head of each group) for w_k and w_v."""
+    heads = list(module.heads)
+    if name == "w_q":
+        return [head.w_q for head in heads]
+    group = module.num_heads // module.num_kv_heads
+    return [getattr(heads[g * group], name) for g in range(module.num_kv_heads)]
+
+
+def _no_shared_kv(module: nn.Module, what: str) -> None:
+    if module.num_kv_heads < module.num_heads:
+        raise ValueError(
+            f"{what} needs one K and one V per head, and this module shares them: num_kv_heads = "
+            f"{module.num_kv_heads} < num_heads = {module.num_heads}. Call it on "
+            "expand_kv(module), the plain multi-head attention that computes the same."
+        )
 
 
 def _empty_like(template: nn.Module, cls, *args, **kwargs) -> nn.Module:
@@ -56,9 +75,10 @@ def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
         per_head.d_model,
         per_head.num_heads,
         bias=_has_bias(per_head),
+        num_kv_heads=per_head.num_kv_heads,
     )
     for name in _PROJECTIONS:
-        linears = [getattr(head, name) for head in per_head.heads]
+        linears = _heads_of(per_head, name)  # h for W^Q; one per K/V head for W^K, W^V
         target = getattr(fused, name)
         target.weight.copy_(torch.cat([lin.weight for lin in linears], dim=0))  # (d_model, d_model)
         if target.bias is not None:
@@ -73,15 +93,23 @@ def split(fused: FusedMultiHeadAttention) -> PerHeadMultiHeadAttention:
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"split() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
     h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
-    per_head = _empty_like(fused, PerHeadMultiHeadAttention, d_model, h, bias=_has_bias(fused))
+    per_head = _empty_like(
+        fused,
+        PerHeadMultiHeadAttention,
+        d_model,
+        h,
+        bias=_has_bias(fused),
+        num_kv_heads=fused.num_kv_heads,
+    )
     for name in _PROJECTIONS:
         source = getattr(fused, name)
-        weights = source.weight.view(h, d_k, d_model)  # head i's (d_k, d_model) block is [i]
-        biases = source.bias.view(h, d_k) if source.bias is not None else None
-        for i, head in enumerate(per_head.heads):
-            getattr(head, name).weight.copy_(weights[i])
+        targets = _heads_of(per_head, name)  # h for W^Q; one per K/V head for W^K, W^V
+        weights = source.weight.view(len(targets), d_k, d_model)  # block i is [i]
+        biases = source.bias.view(len(targets), d_k) if source.bias is not None else None
+        for i, linear in enumerate(targets):
+            linear.weight.copy_(weights[i])
             if biases is not None:
-                getattr(head, name).bias.copy_(biases[i])
+                linear.bias.copy_(biases[i])
     per_head.w_o.load_state_dict(fused.w_o.state_dict())
     return per_head
 
@@ -124,6 +152,7 @@ def to_torch(fused: FusedMultiHeadAttention) -> nn.MultiheadAttention:
     """
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"to_torch() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
+    _no_shared_kv(fused, "to_torch() (nn.MultiheadAttention)")
     bias = _has_bias(fused)
     mha = _empty_like(
         fused, nn.MultiheadAttention, fused.d_model, fused.num_heads, bias=bias, batch_first=True
@@ -144,6 +173,7 @@ def to_qkv(fused: FusedMultiHeadAttention) -> nn.Linear:
     stacked as rows, so head i's W_i^Q is rows i*d_k .. (i+1)*d_k. W^O stays separate."""
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"to_qkv() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
+    _no_shared_kv(fused, "to_qkv() (a Linear(d_model, 3·d_model))")
     d_model = fused.d_model
     qkv = _empty_like(fused, nn.Linear, d_model, 3 * d_model, bias=_has_bias(fused))
     qkv.weight.copy_(torch.cat([getattr(fused, n).weight for n in _PROJECTIONS]))  # (3 d, d)
@@ -178,3 +208,28 @@ def from_qkv(qkv: nn.Linear, w_o: nn.Linear, num_heads: int) -> FusedMultiHeadAt
             getattr(fused, name).bias.copy_(b)
     fused.w_o.load_state_dict(w_o.state_dict())
     return fused
+
+
+@torch.no_grad()
+def expand_kv(module: FusedMultiHeadAttention | PerHeadMultiHeadAttention):
+    """The plain multi-head attention (one K and V per head) that equals a grouped-query one: each
+    K/V block is repeated for the h / g query heads of its group. Same outputs, same h maps; more
+    parameters, since the copies can then be trained apart. Returns the same kind of module."""
+    if isinstance(module, PerHeadMultiHeadAttention):
+        return split(expand_kv(fuse(module)))
+    if not isinstance(module, FusedMultiHeadAttention):
+        raise ValueError(
+            "expand_kv() takes a FusedMultiHeadAttention or a PerHeadMultiHeadAttention; got "
+            f"{type(module).__name__}."
+        )
+    h, g, d_k, d_model = module.num_heads, module.num_kv_heads, module.d_k, module.d_model
+    plain = _empty_like(module, FusedMultiHeadAttention, d_model, h, bias=_has_bias(module))
+    for name in ("w_q", "w_o"):
+        getattr(plain, name).load_state_dict(getattr(module, name).state_dict())
+    for name in ("w_k", "w_v"):
+        source, target = getattr(module, name), getattr(plain, name)
+        blocks = source.weight.view(g, d_k, d_model).repeat_interleave(h // g, dim=0)
+        target.weight.copy_(blocks.reshape(d_model, d_model))  # head i gets its group's block
+        if source.bias is not None:
+            target.bias.copy_(source.bias.view(g, d_k).repeat_interleave(h // g, dim=0).flatten())
+    return plain

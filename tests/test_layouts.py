@@ -14,7 +14,7 @@ from helpers.attention import (
     merge_heads,
     split_heads,
 )
-from helpers.layouts import from_torch, fuse, split, to_torch
+from helpers.layouts import expand_kv, from_torch, fuse, split, to_torch
 
 ATOL = {torch.float64: 1e-10, torch.float32: 1e-5}
 
@@ -308,3 +308,72 @@ def test_context_x_is_self_attention_and_a_wrong_context_says_why():
     )
     with pytest.raises(ValueError, match=r"context must be a tensor of shape \(B, T_k, d_model\)"):
         PerHeadMultiHeadAttention(12, 3)(x, context=torch.randn(4, 12))
+
+
+@settings(deadline=None)
+@given(
+    h_and_g=st.sampled_from([(1, 1), (2, 1), (4, 1), (4, 2), (6, 3), (6, 2), (8, 4), (4, 4)]),
+    d_k=st.integers(1, 4),
+    bias=st.booleans(),
+    causal=st.booleans(),
+    dtype=st.sampled_from([torch.float64, torch.float32]),
+)
+def test_shared_kv_heads_equal_sdpa_enable_gqa_and_expand_kv(h_and_g, d_k, bias, causal, dtype):
+    """Grouped-query (g K/V heads for h query heads; g = 1 multi-query): per-head = fused =
+    F.scaled_dot_product_attention(..., enable_gqa=True) on the projected heads = expand_kv(.)."""
+    h, g = h_and_g
+    B, T, d_model = 2, 5, h * d_k
+    x = torch.randn(B, T, d_model, dtype=dtype)
+    mask = torch.ones(T, T, dtype=torch.bool).tril() if causal else None
+    per_head = PerHeadMultiHeadAttention(d_model, h, bias=bias, num_kv_heads=g).to(dtype)
+    fused = fuse(per_head)
+    assert fused.w_k.weight.shape == (g * d_k, d_model) and fused.num_kv_heads == g
+    out, weights = fused(x, mask)
+    out_heads, weights_heads = per_head(x, mask)
+    close(out_heads, out, dtype)
+    close(weights_heads, weights, dtype)
+    q = split_heads(fused.w_q(x), h)  # (B, h, T, d_k)
+    k, v = (split_heads(w(x), g) for w in (fused.w_k, fused.w_v))  # (B, g, T, d_k)
+    with torch.no_grad():
+        kernel = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        close(fused.w_o(merge_heads(kernel)), out, dtype)
+    plain = expand_kv(fused)
+    assert plain.num_kv_heads == h and plain.w_k.weight.shape == (d_model, d_model)
+    out_plain, weights_plain = plain(x, mask)
+    close(out_plain, out, dtype)
+    close(weights_plain, weights, dtype)
+    out_back, weights_back = split(fused)(x, mask)  # split keeps the sharing
+    close(out_back, out, dtype)
+    close(weights_back, weights, dtype)
+
+
+def test_per_head_gqa_shares_modules_and_its_gradient_is_the_fused_rows():
+    per_head = PerHeadMultiHeadAttention(12, 4, num_kv_heads=2).double()
+    heads = per_head.heads
+    assert heads[0].w_k is heads[1].w_k and heads[2].w_v is heads[3].w_v  # shared, not copied
+    assert heads[1].w_k is not heads[2].w_k and heads[0].w_q is not heads[1].w_q
+    # W^Q 12·12, W^K and W^V 2 K/V heads · 3 features · 12, W^O 12·12
+    assert count_parameters(per_head) == 144 + 2 * (2 * 3 * 12) + 144
+    fused = fuse(per_head)
+    assert count_parameters(fused) == count_parameters(per_head)
+    x, target = (torch.randn(2, 5, 12, dtype=torch.float64) for _ in range(2))
+    for module in (per_head, fused):
+        F.mse_loss(module(x)[0], target).backward()
+    for name in ("w_k", "w_v"):
+        stacked = torch.cat([getattr(heads[i], name).weight.grad for i in (0, 2)])  # one per group
+        close(getattr(fused, name).weight.grad, stacked, torch.float64)
+
+
+def test_bad_num_kv_heads_and_layouts_that_cannot_share_say_why():
+    with pytest.raises(ValueError) as err:
+        FusedMultiHeadAttention(16, 4, num_kv_heads=3)
+    assert str(err.value) == (
+        "num_kv_heads = 3 does not divide num_heads = 4: each K/V head serves an equal group of "
+        "query heads. num_kv_heads that work here: 1, 2, 4 (1 = multi-query, 4 = plain multi-head)."
+    )
+    with pytest.raises(ValueError, match="num_kv_heads must be a positive whole number; got 0"):
+        PerHeadMultiHeadAttention(16, 4, num_kv_heads=0)
+    gqa = FusedMultiHeadAttention(16, 4, num_kv_heads=2)
+    with pytest.raises(ValueError, match=r"Call it on expand_kv\(module\)"):
+        to_torch(gqa)
+    assert to_torch(expand_kv(gqa)).in_proj_weight.shape == (48, 16)
