@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
+    "KVCache",
     "MASK_SHAPES",
     "check_num_kv_heads",
     "heads_mask",
@@ -327,6 +328,38 @@ class PerHeadMultiHeadAttention(nn.Module):
         return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T, d_model), (B, h, T, T)
 
 
+class KVCache:
+    """The keys and values a layer has made so far, for step-by-step causal decoding (one cache
+    per layer and batch of sequences). Pass it to `FusedMultiHeadAttention(..., cache=cache)` with
+    only the new tokens: their k and v are appended, and each new query attends to every key up to
+    its own position, exactly as in the full causal forward. It stores the g K/V heads, not h:
+    that is what grouped-query attention saves."""
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None  # (B, g, T, d_k)
+        self.v: torch.Tensor | None = None  # (B, g, T, d_k)
+
+    def __len__(self) -> int:
+        """T, the number of tokens cached so far."""
+        return 0 if self.k is None else self.k.size(2)
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new tokens' k, v (B, g, T_new, d_k); return all of them (B, g, T, d_k)."""
+        if self.k is not None and (self.k.shape[:2], self.k.size(3)) != (k.shape[:2], k.size(3)):
+            raise ValueError(
+                f"this cache holds k of shape (B, g, T, d_k) = {_fmt(self.k.shape)}; the new k is "
+                f"{_fmt(k.shape)}. Use one cache per layer and batch of sequences."
+            )
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
+        return self.k, self.v
+
+    @property
+    def nbytes(self) -> int:
+        """Its memory: 2 (k and v) · B · g · d_k · T · bytes per number."""
+        return 0 if self.k is None else 2 * self.k.numel() * self.k.element_size()
+
+
 class FusedMultiHeadAttention(nn.Module):
     """The same h heads with one d_model x d_model matrix per projection, as real code does it.
 
@@ -352,6 +385,7 @@ class FusedMultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         context: torch.Tensor | None = None,
         need_weights: bool = True,
+        cache: KVCache | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Queries from x (B, T_q, d_model); keys and values from context (B, T_k, d_model), x
         itself unless given (cross-attention). mask boolean, True = may attend, in any shape of
@@ -360,16 +394,31 @@ class FusedMultiHeadAttention(nn.Module):
         Returns out (B, T_q, d_model) and weights (B, h, T_q, T_k), one map per head. With
         need_weights=False the weights are not formed (None) and attention runs in PyTorch's fused
         kernel, as `nn.MultiheadAttention(need_weights=False)` does: the same out, faster.
+
+        With a `KVCache`, x holds only the new tokens of a causal decoding: their k and v join the
+        cache, and without a mask each new query sees every key up to its own position; the
+        weights are then (B, h, T_new, T_cached).
         """
         _check_x(x, self.d_model)
+        if cache is not None and context is not None:
+            raise ValueError(
+                "a KVCache is for self-attention decoding, where keys and values come from the "
+                "tokens so far; for cross-attention compute the context's k and v once instead."
+            )
         source = _keys_from(x, context, self.d_model)
         B, T_q, _ = x.shape
-        if mask is not None:
-            mask = heads_mask(mask, B, self.num_heads, T_q, source.size(1))  # to (B, h, T_q, T_k)
         # (1) project once with the whole matrix, then cut the features into heads
         q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T_q, d_k)
         k = split_heads(self.w_k(source), self.num_kv_heads)  # (B, g, T_k, d_k), g K/V heads
         v = split_heads(self.w_v(source), self.num_kv_heads)  # (B, g, T_k, d_k)
+        if cache is not None:
+            past = len(cache)
+            k, v = cache.append(k, v)  # (B, g, past + T_q, d_k): every token so far
+            if mask is None:  # causal: new query t sits at position past + t
+                mask = torch.ones(T_q, past + T_q, dtype=torch.bool, device=x.device)
+                mask = mask.tril(diagonal=past)  # (T_q, T_k)
+        if mask is not None:
+            mask = heads_mask(mask, B, self.num_heads, T_q, k.size(2))  # to (B, h, T_q, T_k)
         if self.num_kv_heads < self.num_heads:  # each K/V head serves h / g query heads in a row
             group = self.num_heads // self.num_kv_heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, …)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from helpers.attention import (
     FusedMultiHeadAttention,
+    KVCache,
     PerHeadMultiHeadAttention,
     SelfAttention,
     check_num_heads,
@@ -223,3 +224,34 @@ def test_a_mask_with_the_wrong_head_count_says_which_shapes_work():
     assert "(B, 1, T_q, T_k) or (B, h, T_q, T_k)" in message
     with pytest.raises(ValueError, match=r"mask of shape \(1, 2, 1, 5, 5\) does not broadcast"):
         mha(x, torch.ones(1, 2, 1, 5, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])  # plain, grouped-query, multi-query
+@pytest.mark.parametrize("chunks", [[1] * 7, [2, 1, 4], [7]])
+def test_cached_decoding_equals_the_full_causal_forward(num_kv_heads, chunks):
+    torch.manual_seed(0)
+    B, T, d_model, h = 2, 7, 16, 4
+    fused = FusedMultiHeadAttention(d_model, h, bias=True, num_kv_heads=num_kv_heads).double()
+    x = torch.randn(B, T, d_model, dtype=f64)
+    out_full, weights_full = fused(x, torch.ones(T, T, dtype=torch.bool).tril())
+    cache, outs, start = KVCache(), [], 0
+    for size in chunks:  # feed the tokens in chunks, only the new ones each time
+        out, weights = fused(x[:, start : start + size], cache=cache)
+        end = start + size
+        assert weights.shape == (B, h, size, end) and len(cache) == end
+        torch.testing.assert_close(weights, weights_full[:, :, start:end, :end], atol=1e-10, rtol=0)
+        outs.append(out)
+        start = end
+    torch.testing.assert_close(torch.cat(outs, dim=1), out_full, atol=1e-10, rtol=0)
+    d_k = d_model // h  # 2 (k and v) · B · g · d_k · T · 8 bytes (float64)
+    assert cache.nbytes == 2 * B * num_kv_heads * d_k * T * 8
+
+
+def test_a_cache_is_for_self_attention_and_one_layer():
+    fused = FusedMultiHeadAttention(8, 2)
+    cache = KVCache()
+    fused(torch.randn(1, 3, 8), cache=cache)
+    with pytest.raises(ValueError, match="a KVCache is for self-attention decoding"):
+        fused(torch.randn(1, 1, 8), context=torch.randn(1, 4, 8), cache=cache)
+    with pytest.raises(ValueError, match=r"holds k of shape \(B, g, T, d_k\) = \(1, 2, 3, 4\)"):
+        fused(torch.randn(2, 1, 8), cache=cache)  # another batch size: another cache
