@@ -122,8 +122,8 @@ def _keys_from(x: torch.Tensor, context: torch.Tensor | None, d_model: int) -> t
     return context
 
 
-def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None:
-    """Raise ValueError unless mask is boolean and broadcasts to `target` (named by `names`)."""
+def _check_bool(mask: torch.Tensor) -> None:
+    """Raise ValueError unless mask is a boolean tensor."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise ValueError(
@@ -131,6 +131,11 @@ def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None
             "Turn a 0/1 mask into one with mask.bool(); a mask with True = blocked "
             "(nn.MultiheadAttention's convention) with ~mask."
         )
+
+
+def _check_mask(mask: torch.Tensor, target: tuple[int, ...], names: str) -> None:
+    """Raise ValueError unless mask is boolean and broadcasts to `target` (named by `names`)."""
+    _check_bool(mask)
     try:
         fits = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
     except RuntimeError:
@@ -154,8 +159,7 @@ def heads_mask(mask: torch.Tensor, B: int, h: int, T_q: int, T_k: int) -> torch.
     """A boolean mask (True = may attend) in any of the shapes of MASK_SHAPES, as a 4-dim tensor
     that broadcasts to (B, h, T_q, T_k). A mask of 3 dims or fewer has no head dim: it is the same
     for every head, so it gets one (mask.unsqueeze(-3)); a 4-dim mask already has one."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        _check_mask(mask, (B, T_q, T_k), "(B, T_q, T_k)")  # raises the dtype message
+    _check_bool(mask)
     target = (B, h, T_q, T_k)
     m = mask.unsqueeze(-3) if mask.dim() == 3 else mask  # (B, 1, T_q, T_k): one mask for all heads
     try:
@@ -291,13 +295,18 @@ class PerHeadMultiHeadAttention(nn.Module):
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_k
         self.num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
         self.heads = nn.ModuleList(SelfAttention(d_model, d_k, bias=bias) for _ in range(num_heads))
-        if self.num_kv_heads < num_heads:  # grouped-query: the heads of a group share K and V
-            group = num_heads // self.num_kv_heads
-            for g in range(self.num_kv_heads):
-                shared_k, shared_v = self.heads[g * group].w_k, self.heads[g * group].w_v
-                for head in self.heads[g * group + 1 : (g + 1) * group]:
-                    head.w_k, head.w_v = shared_k, shared_v  # the same modules, not copies
+        # grouped-query: the heads of a group use their first head's K and V (the same modules)
+        for i, head in enumerate(self.heads):
+            owner = self.kv_owners[i // (num_heads // self.num_kv_heads)]
+            head.w_k, head.w_v = owner.w_k, owner.w_v
         self.w_o = nn.Linear(num_heads * d_k, d_model, bias=bias)  # (h·d_k) -> d_model
+
+    @property
+    def kv_owners(self) -> list[SelfAttention]:
+        """The heads whose w_k, w_v the others share: the first head of each of the g groups (all
+        h heads when nothing is shared)."""
+        group = self.num_heads // self.num_kv_heads
+        return [self.heads[g * group] for g in range(self.num_kv_heads)]
 
     def forward(
         self,
@@ -324,8 +333,8 @@ class PerHeadMultiHeadAttention(nn.Module):
             *(head(x, m_i, context) for head, m_i in zip(self.heads, masks))
         )  # h x (B, T_q, d_k), (B, T_q, T_k)
         # (2) concatenate the heads' outputs, (3) mix them with w_o
-        concat = torch.cat(outs, dim=-1)  # (B, T, h * d_k), usually (B, T, d_model)
-        return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T, d_model), (B, h, T, T)
+        concat = torch.cat(outs, dim=-1)  # (B, T_q, h * d_k), usually (B, T_q, d_model)
+        return self.w_o(concat), torch.stack(weights, dim=1)  # (B, T_q, d_model), (B, h, T_q, T_k)
 
 
 class KVCache:

@@ -27,14 +27,11 @@ def _has_bias(module: nn.Module) -> bool:
     return module.w_o.bias is not None
 
 
-def _heads_of(module: nn.Module, name: str) -> list[nn.Linear]:
-    """The distinct per-head Linear modules of a projection: h for w_q, one per K/V head (the
-    first head of each group) for w_k and w_v."""
-    heads = list(module.heads)
-    if name == "w_q":
-        return [head.w_q for head in heads]
-    group = module.num_heads // module.num_kv_heads
-    return [getattr(heads[g * group], name) for g in range(module.num_kv_heads)]
+def _heads_of(module: PerHeadMultiHeadAttention, name: str) -> list[nn.Linear]:
+    """The distinct per-head Linear modules of a projection: h for w_q, one per K/V head for w_k
+    and w_v."""
+    heads = module.heads if name == "w_q" else module.kv_owners
+    return [getattr(head, name) for head in heads]
 
 
 def _no_shared_kv(module: nn.Module, what: str) -> None:
