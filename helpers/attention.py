@@ -22,6 +22,7 @@ from torch import nn
 
 __all__ = [
     "KVCache",
+    "kv_cache_bytes",
     "MASK_SHAPES",
     "check_num_kv_heads",
     "heads_mask",
@@ -367,6 +368,18 @@ class KVCache:
     def nbytes(self) -> int:
         """Its memory: 2 (k and v) · B · g · d_k · T · bytes per number."""
         return 0 if self.k is None else 2 * self.k.numel() * self.k.element_size()
+
+
+def kv_cache_bytes(
+    T: int, num_kv_heads: int, d_k: int, num_layers: int = 1, bytes_per_number: int = 4, B: int = 1
+) -> int:
+    """What a `KVCache` of T tokens holds, in every layer: 2 (k and v) · B · num_kv_heads · d_k ·
+    T · bytes_per_number, times num_layers. float32 is 4 bytes, float16 and bfloat16 are 2."""
+    for name, value in dict(T=T, num_kv_heads=num_kv_heads, d_k=d_k, num_layers=num_layers,
+                            bytes_per_number=bytes_per_number, B=B).items():  # fmt: skip
+        if not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a whole number ≥ 0, got {value!r}.")
+    return 2 * B * num_kv_heads * d_k * T * bytes_per_number * num_layers
 
 
 class FusedMultiHeadAttention(nn.Module):

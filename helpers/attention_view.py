@@ -67,6 +67,8 @@ class AttentionView(anywidget.AnyWidget):
     h = traitlets.Int(1).tag(sync=True)
     d_model = traitlets.Int(0).tag(sync=True)
     d_k = traitlets.Int(0).tag(sync=True)
+    t_k = traitlets.Int(0).tag(sync=True)  # the number of keys (context tokens)
+    kv = traitlets.Int(0).tag(sync=True)  # which K/V-head choice (an index into its buttons)
     layer = traitlets.Int(0).tag(sync=True)
     head = traitlets.Int(-1).tag(sync=True)
     query = traitlets.Int(-1).tag(sync=True)

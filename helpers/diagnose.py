@@ -106,7 +106,20 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "masked weights are set to 0 after the softmax, so rows no longer sum to 1",
         "look at where you apply the mask: before or after the softmax?",
     ),
+    "keys_values_from_x": (
+        "the keys and values come from x, not from the context: that is self-attention",
+        "look at what you project with w_k and w_v: in cross-attention they read the other "
+        "sequence.",
+    ),
+    "queries_from_context": (
+        "the queries come from the context, so there is one output row per context token",
+        "look at what you project with w_q: the output has one row per query, and the queries "
+        "come from x.",
+    ),
 }
+
+
+_CROSS_ONLY = ("keys_values_from_x", "queries_from_context")  # need a context to differ
 
 
 def reference_attention(
@@ -119,13 +132,20 @@ def reference_attention(
     mask: torch.Tensor | None = None,
     mistake: str | None = None,
     intermediates: dict | None = None,
+    context: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Multi-head attention from plain weights, or with `mistake` the same with that one error.
 
     With mistake=None it equals `FusedMultiHeadAttention` (a unit test checks this). w_o=None
     leaves W^O out (one-head exercises). `intermediates`, if given, receives q, k, v, scores and
-    weights, each (B, h, T, ·).
+    weights, each (B, h, T, ·). `context` (B, T_k, d_model), if given, gives the keys and values
+    (cross-attention); the mask is then (B, T_q, T_k).
     """
+    source = x if context is None else context
+    if mistake == "keys_values_from_x":
+        source = x
+    elif mistake == "queries_from_context":
+        x = source
     Bx, Tx, d_model = x.shape
     inner = w_q.shape[0]  # h · d_k
     d_k = inner // num_heads
@@ -133,7 +153,7 @@ def reference_attention(
         project = lambda t, w: t @ w  # noqa: E731 - the mistake, spelled out
     else:
         project = lambda t, w: t @ w.T  # noqa: E731
-    q, k, v = project(x, w_q), project(x, w_k), project(x, w_v)  # (B, T, h·d_k)
+    q, k, v = project(x, w_q), project(source, w_k), project(source, w_v)  # (B, T, h·d_k)
     q, k, v = (_split(t, num_heads, mistake) for t in (q, k, v))  # (B, h, T, d_k)
     if mistake is None:
         scores = attention_scores(q, k)  # (B, h, T, T), the course's own function
@@ -312,7 +332,7 @@ def diagnose(
     mistakes = [
         name for name in MISTAKES
         if len(runs) > 1 or not name.startswith("mask_")
-        if not (per_head and name.startswith("heads_"))
+        if not (per_head and name.startswith("heads_")) and name not in _CROSS_ONLY
     ]  # fmt: skip
     outputs, stages = {}, {}
     for label, run_args in runs.items():
@@ -385,6 +405,14 @@ def _split_args() -> dict:
     }
 
 
+def _cross_args() -> dict:
+    """x (B, T_q = 5, d_model) and a longer context (B, T_k = 7, d_model): a mix-up of the two
+    changes the numbers or the shape."""
+    args = {name: a for name, a in _inputs(seed=2).items() if name != "mask"}
+    context = torch.randn(B, T + 2, D_MODEL, generator=torch.Generator().manual_seed(3))
+    return {"x": args.pop("x"), "context": context, **args}
+
+
 EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., torch.Tensor], list[str]]] = {
     "one_head": (
         _one_head_args,
@@ -403,6 +431,22 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., torch.Tensor], list
         lambda mistake=None, **a: _split(a["t"], a["num_heads"], mistake),
         ["heads_split_without_transpose", "heads_split_interleaved"],
     ),
+    "cross_attention": (
+        _cross_args,
+        reference_attention,
+        [
+            "keys_values_from_x",
+            "queries_from_context",
+            "no_scaling",
+            "scaled_by_d_model",
+            "softmax_over_queries",
+            "weights_transposed",
+            "heads_split_without_transpose",
+            "heads_merged_without_transpose",
+            "w_o_missing",
+            "keys_as_values",
+        ],
+    ),
 }
 
 
@@ -415,6 +459,10 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         return _verdict(False, None, problem, echo)
     out, _ = _unpack(result)
     expected = reference(**args)
+    for mistake in mistakes if out is not None and out.shape != expected.shape else ():
+        if _close(out.detach().float(), reference(mistake=mistake, **args)):  # a telling shape
+            what, hint = MISTAKES[mistake]
+            return _verdict(False, mistake, f"✗ This looks like {what}.\n  Hint: {hint}", echo)
     if out is None or out.shape != expected.shape:
         got = tuple(out.shape) if out is not None else type(result).__name__
         message = f"✗ Expected shape {tuple(expected.shape)}, got {got}."

@@ -1,4 +1,6 @@
-"""A small task that needs two places at once, to compare one head with h heads.
+"""Two small tasks, each trained on CPU in about a second.
+
+`two_place`: a task that needs two places at once, to compare one head with h heads.
 
 At every position t, the model must name two tokens: the previous one (t − 1) and the first one
 (position 0). One attention layer reads token + position embeddings under a causal mask; a linear
@@ -6,6 +8,11 @@ readout predicts both tokens. There is no residual path and no MLP, so everythin
 knows comes through attention. One head has one softmax, so it must split its weight between the
 two places and gets their values mixed; two heads can each look at one place and keep the two
 apart in separate features of the concatenation. Both models have the same parameters.
+
+`reverse`: cross-attention must find, for each output position, the source position to copy.
+The decoder's queries know only which output position they fill (position embeddings); the keys
+and values come from the source tokens (token + position embeddings). To write the source
+backwards, output t must put its weight on source position T − 1 − t: an alignment the maps show.
 """
 
 from __future__ import annotations
@@ -18,7 +25,18 @@ from torch import nn
 
 from helpers.attention import FusedMultiHeadAttention
 
-__all__ = ["two_place_batch", "TwoPlaceModel", "TrainResult", "train_two_place", "accuracy"]
+__all__ = [
+    "two_place_batch",
+    "TwoPlaceModel",
+    "TrainResult",
+    "train_two_place",
+    "accuracy",
+    "reverse_batch",
+    "ReverseModel",
+    "train_reverse",
+    "reverse_accuracy",
+    "alignment",
+]
 
 VOCAB, T_MAX, D_MODEL = 16, 8, 16
 
@@ -74,23 +92,28 @@ def _loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits[:, 1:].flatten(0, 2), targets[:, 1:].flatten())
 
 
+def _fit(model, batches, loss, steps: int, seed: int, batch: int, lr: float) -> TrainResult:
+    """Adam on `model` for `steps` seeded batches from `batches(batch, generator=...)`."""
+    generator = torch.Generator().manual_seed(seed)
+    result = TrainResult(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(steps):
+        tokens, targets = batches(batch, generator=generator)
+        logits, _ = model(tokens)
+        value = loss(logits, targets)
+        optimizer.zero_grad()
+        value.backward()
+        optimizer.step()
+        result.losses.append(value.item())
+    return result
+
+
 def train_two_place(
     num_heads: int, steps: int = 300, seed: int = 0, batch: int = 64, lr: float = 1e-2
 ) -> TrainResult:
     """Train a fresh, seeded TwoPlaceModel with Adam; returns it with its loss after every step."""
     torch.manual_seed(seed)
-    generator = torch.Generator().manual_seed(seed)
-    result = TrainResult(TwoPlaceModel(num_heads))
-    optimizer = torch.optim.Adam(result.model.parameters(), lr=lr)
-    for _ in range(steps):
-        tokens, targets = two_place_batch(batch, generator=generator)
-        logits, _ = result.model(tokens)
-        loss = _loss(logits, targets)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        result.losses.append(loss.item())
-    return result
+    return _fit(TwoPlaceModel(num_heads), two_place_batch, _loss, steps, seed, batch, lr)
 
 
 @torch.no_grad()
@@ -100,3 +123,62 @@ def accuracy(model: TwoPlaceModel, batch: int = 1024, seed: int = 1234) -> tuple
     logits, _ = model(tokens)
     right = (logits.argmax(-1) == targets)[:, 1:]  # (B, T - 1, 2)
     return float(right[..., 0].float().mean()), float(right[..., 1].float().mean())
+
+
+def reverse_batch(
+    batch: int, T: int = T_MAX, vocab: int = VOCAB, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random source sequences (B, T) and their targets (B, T): the same tokens backwards."""
+    source = torch.randint(0, vocab, (batch, T), generator=generator)  # (B, T_k)
+    return source, source.flip(1)  # (B, T_k), (B, T_q) with T_q = T_k
+
+
+class ReverseModel(nn.Module):
+    """Output positions (queries) -> one cross-attention layer over the source -> a readout."""
+
+    def __init__(self, num_heads: int, d_model: int = D_MODEL, vocab: int = VOCAB, T: int = T_MAX):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab, d_model)
+        self.source_position = nn.Embedding(T, d_model)
+        self.output_position = nn.Embedding(T, d_model)
+        self.cross = FusedMultiHeadAttention(d_model, num_heads)
+        self.readout = nn.Linear(d_model, vocab)
+
+    def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """source (B, T_k) -> logits (B, T_q, vocab), weights (B, h, T_q, T_k); T_q = T_k."""
+        B, T = source.shape
+        context = self.token_embedding(source) + self.source_position.weight[:T]  # (B, T_k, d)
+        queries = self.output_position.weight[:T].expand(B, T, -1)  # (B, T_q, d): positions only
+        out, weights = self.cross(queries, context=context)  # keys and values from the source
+        return self.readout(out), weights
+
+
+def _reverse_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def train_reverse(
+    num_heads: int, steps: int = 300, seed: int = 0, batch: int = 64, lr: float = 1e-2
+) -> TrainResult:
+    """Train a fresh, seeded ReverseModel with Adam; returns it with its loss after every step."""
+    torch.manual_seed(seed)
+    return _fit(ReverseModel(num_heads), reverse_batch, _reverse_loss, steps, seed, batch, lr)
+
+
+@torch.no_grad()
+def reverse_accuracy(model: ReverseModel, batch: int = 1024, seed: int = 1234) -> float:
+    """Fraction of output tokens right, on fresh sequences."""
+    source, targets = reverse_batch(batch, generator=torch.Generator().manual_seed(seed))
+    logits, _ = model(source)
+    return float((logits.argmax(-1) == targets).float().mean())
+
+
+@torch.no_grad()
+def alignment(model: ReverseModel, batch: int = 256, seed: int = 1234) -> torch.Tensor:
+    """The mean weight each head puts on the right source position (T − 1 − t) for output t, on
+    fresh sequences: (h, T_q). 1 everywhere is a perfect anti-diagonal."""
+    source, _ = reverse_batch(batch, generator=torch.Generator().manual_seed(seed))
+    _, weights = model(source)  # (B, h, T_q, T_k)
+    T = source.size(1)
+    t = torch.arange(T)
+    return weights.mean(0)[:, t, T - 1 - t]  # (h, T_q)

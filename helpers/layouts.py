@@ -18,7 +18,16 @@ from torch import nn
 
 from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
 
-__all__ = ["fuse", "split", "from_torch", "to_torch", "to_qkv", "from_qkv", "expand_kv"]
+__all__ = [
+    "fuse",
+    "split",
+    "from_torch",
+    "to_torch",
+    "to_qkv",
+    "from_qkv",
+    "expand_kv",
+    "share_kv",
+]
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
 
@@ -230,3 +239,32 @@ def expand_kv(module: FusedMultiHeadAttention | PerHeadMultiHeadAttention):
         if source.bias is not None:
             target.bias.copy_(source.bias.view(g, d_k).repeat_interleave(h // g, dim=0).flatten())
     return plain
+
+
+@torch.no_grad()
+def share_kv(module: FusedMultiHeadAttention, num_kv_heads: int) -> FusedMultiHeadAttention:
+    """A grouped-query attention made from a plain one, as the GQA paper converts a trained model:
+    the h K and V blocks are cut into num_kv_heads groups of h / num_kv_heads neighbouring heads,
+    and each group's blocks are replaced by their mean. W^Q and W^O are kept. Not exact (the heads
+    of a group lose their own keys), except when num_kv_heads = h; `expand_kv` is its exact
+    inverse on a module whose heads already share K and V."""
+    if not isinstance(module, FusedMultiHeadAttention):
+        raise ValueError(
+            f"share_kv() takes a FusedMultiHeadAttention; got {type(module).__name__}."
+        )
+    _no_shared_kv(module, "share_kv()")
+    h, d_k, d_model = module.num_heads, module.d_k, module.d_model
+    grouped = _empty_like(
+        module, FusedMultiHeadAttention, d_model, h, bias=_has_bias(module),
+        num_kv_heads=num_kv_heads,
+    )  # fmt: skip
+    g = grouped.num_kv_heads  # checked: a divisor of h
+    for name in ("w_q", "w_o"):
+        getattr(grouped, name).load_state_dict(getattr(module, name).state_dict())
+    for name in ("w_k", "w_v"):
+        source, target = getattr(module, name), getattr(grouped, name)
+        blocks = source.weight.view(g, h // g, d_k, d_model).mean(dim=1)  # (g, d_k, d_model)
+        target.weight.copy_(blocks.reshape(g * d_k, d_model))
+        if source.bias is not None:
+            target.bias.copy_(source.bias.view(g, h // g, d_k).mean(dim=1).flatten())
+    return grouped

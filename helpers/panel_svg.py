@@ -12,7 +12,7 @@ import html
 import matplotlib
 import torch
 
-__all__ = ["query_breakdown_svg", "parameter_counts_svg"]
+__all__ = ["query_breakdown_svg", "parameter_counts_svg", "kv_groups_svg"]
 
 FONT = 14
 ROW = 22  # px per token row
@@ -21,6 +21,12 @@ ROW = 22  # px per token row
 def _hex(rgba) -> str:
     r, g, b = (round(255 * c) for c in rgba[:3])
     return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _ink(colour: str) -> str:
+    """Black or white text, whichever reads better on the fill '#rrggbb'."""
+    r, g, b = (int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return "#1f2328" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "#ffffff"
 
 
 def _text(x: float, y: float, s: str, anchor: str = "start", extra: str = "") -> str:
@@ -143,6 +149,47 @@ def parameter_counts_svg(
         y = 8 + 22 * i
         parts.append(f'<rect x="{left + 4}" y="{y}" width="14" height="14" fill="{colour}"/>')
         parts.append(_text(left + 24, y + 7, label))
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">{"".join(parts)}</svg>'
+    )
+
+
+def kv_groups_svg(num_heads: int, num_kv_heads: int, colours: list[str], width: int = 440) -> str:
+    """Which query heads share which K/V head: h query boxes on top, g K/V boxes below, a line
+    from each query head to the K/V head of its group; group j in colours[j]."""
+    group = num_heads // num_kv_heads
+    left, right, box_h = 92, 8, 26
+    step = (width - left - right) / num_heads
+    y_q, y_kv = 8, 8 + box_h + 44
+    parts = [
+        _text(left - 8, y_q + box_h / 2, "query heads", "end"),
+        _text(left - 8, y_kv + box_h / 2, "K/V heads", "end"),
+    ]
+    for j in range(num_kv_heads):
+        x0 = left + j * group * step + 2
+        w = group * step - 4
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y_kv}" width="{w:.1f}" height="{box_h}" rx="4" '
+            f'fill="{colours[j % len(colours)]}"/>'
+        )
+        ink = f' fill="{_ink(colours[j % len(colours)])}"'
+        parts.append(_text(x0 + w / 2, y_kv + box_h / 2, f"K/V {j}", "middle", ink))
+    for i in range(num_heads):
+        j = i // group
+        x0, colour = left + i * step + 2, colours[j % len(colours)]
+        parts.append(
+            f'<line x1="{x0 + step / 2 - 2:.1f}" y1="{y_q + box_h}" '
+            f'x2="{left + (j + 0.5) * group * step:.1f}" y2="{y_kv}" stroke="{colour}" '
+            'stroke-width="2"/>'
+        )
+        parts.append(
+            f'<rect x="{x0:.1f}" y="{y_q}" width="{step - 4:.1f}" height="{box_h}" rx="4" '
+            f'fill="{colour}"/>'
+        )
+        ink = f' fill="{_ink(colour)}"'
+        parts.append(_text(x0 + step / 2 - 2, y_q + box_h / 2, f"Q{i}", "middle", ink))
+    height = y_kv + box_h + 6
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}">{"".join(parts)}</svg>'

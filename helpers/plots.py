@@ -115,14 +115,17 @@ def heads_mosaic(
     title: str,
     cols: int | None = None,
     titles: list[str] | None = None,
+    keys: list[str] | None = None,
 ) -> Figure:
-    """All h maps (h, T, T) as tiles of one image in one axes (fast to redraw), tile i titled
-    `titles[i]` (default: head i)."""
-    w = _matrix(weights, 3, "heads_mosaic takes (h, T, T) maps")
-    h, T, _ = w.shape
+    """All h maps (h, T_q, T_k) as tiles of one image in one axes (fast to redraw), tile i titled
+    `titles[i]` (default: head i). `words` label the queries, `keys` the keys (default: the same
+    words, as in self-attention; cross-attention's maps are rectangular)."""
+    w = _matrix(weights, 3, "heads_mosaic takes (h, T_q, T_k) maps")
+    h, T_q, T_k = w.shape
+    keys = words if keys is None else keys
     cols = cols or min(h, 4)
     rows = math.ceil(h / cols)
-    gap = 1 if T < 10 else 2
+    gap = 1 if max(T_q, T_k) < 10 else 2
     canvas = _tile(w, cols, gap)
     cell = min(0.42, 6.4 / canvas.shape[1])  # inches per token, keeping the figure projector-wide
     fig = Figure(
@@ -133,19 +136,19 @@ def heads_mosaic(
     image = ax.imshow(canvas.numpy(), cmap=_cmap(), vmin=0.0, vmax=1.0)
     small = 8 if cell >= 0.19 else 6
     ax.set_xticks(
-        [c * (T + gap) + j for c in range(min(cols, h)) for j in range(T)],
-        words * min(cols, h),
+        [c * (T_k + gap) + j for c in range(min(cols, h)) for j in range(T_k)],
+        keys * min(cols, h),
         rotation=90,
         fontsize=small,
     )
     ax.set_yticks(
-        [r * (T + gap) + j for r in range(rows) for j in range(T)], words * rows, fontsize=small
+        [r * (T_q + gap) + j for r in range(rows) for j in range(T_q)], words * rows, fontsize=small
     )
     for i in range(h):
         r, c = divmod(i, cols)
-        x_mid = c * (T + gap) + (T - 1) / 2
+        x_mid = c * (T_k + gap) + (T_k - 1) / 2
         label = titles[i] if titles else f"head {i}"
-        ax.text(x_mid, r * (T + gap) - 0.7, label, ha="center", va="bottom", fontsize=FONT)
+        ax.text(x_mid, r * (T_q + gap) - 0.7, label, ha="center", va="bottom", fontsize=FONT)
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
@@ -157,13 +160,15 @@ def heads_mosaic(
 
 
 def _tile(w: torch.Tensor, cols: int, gap: int) -> torch.Tensor:
-    """(h, T, T) maps -> one (rows·(T+gap)−gap, cols·(T+gap)−gap) canvas, NaN between tiles."""
-    h, T, _ = w.shape
+    """(h, T_q, T_k) maps -> one (rows·(T_q+gap)−gap, cols·(T_k+gap)−gap) canvas, NaN between."""
+    h, T_q, T_k = w.shape
     rows = math.ceil(h / cols)
-    canvas = torch.full((rows * (T + gap) - gap, cols * (T + gap) - gap), float("nan"))
+    canvas = torch.full((rows * (T_q + gap) - gap, cols * (T_k + gap) - gap), float("nan"))
     for i in range(h):
         r, c = divmod(i, cols)
-        canvas[r * (T + gap) : r * (T + gap) + T, c * (T + gap) : c * (T + gap) + T] = w[i]
+        canvas[r * (T_q + gap) : r * (T_q + gap) + T_q, c * (T_k + gap) : c * (T_k + gap) + T_k] = (
+            w[i]
+        )
     return canvas
 
 
@@ -331,10 +336,13 @@ def timings(
     series: dict[str, list[float]],
     title: str,
     spread: dict[str, list[tuple[float, float]]] | None = None,
+    xlabel: str = "number of heads h (d_k = d_model / h)",
+    ylabel: str = "forward time (ms, median)",
 ) -> Figure:
-    """Milliseconds against the number of heads h, one line per way of computing. `spread`, if
-    given, is {label: [(low, high) per h]}, drawn as a band around the line (e.g. the quartiles),
-    so the reader sees which differences are larger than the noise."""
+    """Milliseconds against the number of heads h (or another power-of-two count: `xlabel`), one
+    line per way of computing. `spread`, if given, is {label: [(low, high) per h]}, drawn as a
+    band around the line (e.g. the quartiles), so the reader sees which differences are larger
+    than the noise."""
     fig = Figure(figsize=(7, 3.8), layout="constrained")
     ax = fig.add_subplot()
     for (label, ms), colour in zip(series.items(), HEAD_COLOURS):
@@ -345,8 +353,8 @@ def timings(
     ax.set_xscale("log", base=2)
     ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=FONT - 1)
     ax.set_ylim(0, max(max(ms) for ms in series.values()) * 1.15)
-    ax.set_xlabel("number of heads h (d_k = d_model / h)", fontsize=FONT)
-    ax.set_ylabel("forward time (ms, median)", fontsize=FONT)
+    ax.set_xlabel(xlabel, fontsize=FONT)
+    ax.set_ylabel(ylabel, fontsize=FONT)
     ax.set_title(title, fontsize=FONT + 1)
     ax.legend(fontsize=FONT - 1)
     ax.grid(alpha=0.3)

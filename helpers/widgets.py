@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator
+from fractions import Fraction
 from functools import lru_cache
 
 import ipywidgets as widgets
 import torch
 
 from helpers.attention import (
+    KVCache,
     PerHeadMultiHeadAttention,
     SelfAttention,
     attention_scores,
@@ -33,8 +35,9 @@ from helpers.attention import (
 from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close, check_shape
 from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
+from helpers.layouts import expand_kv, share_kv
 from helpers.palette import HEAD_COLOURS
-from helpers.panel_svg import parameter_counts_svg, query_breakdown_svg
+from helpers.panel_svg import kv_groups_svg, parameter_counts_svg, query_breakdown_svg
 
 __all__ = [
     "QueryExplorer",
@@ -43,10 +46,14 @@ __all__ = [
     "OneVsManyExplorer",
     "ParameterExplorer",
     "RealHeadsExplorer",
+    "CrossAttentionExplorer",
+    "SharedKVExplorer",
+    "TARGET",
     "plural",
 ]
 
 H_MAX = 16  # the h slider's range is 1 .. H_MAX
+TARGET = "le chat était assis"  # a decoder's words so far, translating the course's SENTENCE
 
 
 def plural(n: int, word: str) -> str:
@@ -599,3 +606,137 @@ class BlockMatrixExplorer(_Panel):
         side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(checks)
         note = f"W^Q cut into h = {h} {'block' if h == 1 else 'blocks'} of d_k = {d_k} columns"
         return Frame(block, side, note, bands=h, name="W^Q")
+
+
+class CrossAttentionExplorer(_Panel):
+    """Notebook 09: queries from one sequence (a decoder's words so far), keys and values from
+    another (the encoder's sentence). Sliders for h and for T_k, the number of source tokens;
+    every map is T_q x T_k, and the output keeps one row per query whatever T_k is."""
+
+    WHAT = "the cross-attention panel"
+
+    def __init__(
+        self,
+        source: str = SENTENCE,
+        target: str = TARGET,
+        h: int = 4,
+        d_model: int = 32,
+        seed: int = 0,
+    ):
+        self.source, self.target = tokens(source), tokens(target)
+        self.d_model, self.seed = d_model, seed
+        self.h_slider = _h_slider(h)
+        self.t_k_slider = widgets.IntSlider(
+            value=len(self.source), min=1, max=len(self.source), description="T_k (source)",
+            style={"description_width": "80px"},
+        )  # fmt: skip
+        view = AttentionView(key_by=["t_k", "h"], height=380)
+        super().__init__({"h": self.h_slider, "t_k": self.t_k_slider}, view)
+
+    def _reachable(self, setting, radius):
+        for t_k in _around(setting["t_k"], 1, len(self.source), 1, radius):
+            for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
+                yield {"t_k": t_k, "h": h}
+
+    def _frame(self, t_k: int, h: int) -> Frame:
+        d_model = self.d_model
+        d_k = _heads_or_why(d_model, h)
+        T_q, source = len(self.target), self.source[:t_k]
+        x = embed(self.target, d_model, seed=self.seed + 1)  # (B, T_q, d_model): the decoder's
+        context = embed(source, d_model, seed=self.seed)  # (B, T_k, d_model): the encoder's
+        mha = seeded_attention(d_model, h, self.seed)
+        with torch.no_grad():
+            q = split_heads(mha.w_q(x), h)  # (B, h, T_q, d_k): from the target
+            k = split_heads(mha.w_k(context), h)  # (B, h, T_k, d_k): from the source
+            out, weights = mha(x, context=context)  # (B, T_q, d_model), (B, h, T_q, T_k)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(x, (1, T_q, d_model), "x (target)", "B T_q d_model"),
+            _shape_row(context, (1, t_k, d_model), "context (source)", "B T_k d_model"),
+            _shape_row(q, (1, h, T_q, d_k), "q", "B h T_q d_k"),
+            _shape_row(k, (1, h, t_k, d_k), "k, v", "B h T_k d_k"),
+            _shape_row(weights, (1, h, T_q, t_k), "weights", "B h T_q T_k"),
+            _shape_row(out, (1, T_q, d_model), "out", "B T_q d_model"),
+        ]
+        lines = [
+            f"queries: the {T_q} target words; keys and values: {plural(t_k, 'source word')}",
+            check_attention_rows(weights, f"each row, over the {t_k} keys", echo=False),
+        ]
+        block = self.view.add_maps(f"{t_k}/{h}", weights[0], self.target, source, _titles(h))
+        side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
+        note = f"{plural(h, 'map')} of {T_q} queries × {plural(t_k, 'key')}"
+        return Frame(block, side, note)
+
+
+def _share(part: int, whole: int) -> str:
+    """'1/8 of', or 'all of' when part == whole."""
+    ratio = Fraction(part, whole)
+    return "all of" if ratio == 1 else f"{ratio} of"
+
+
+def _divisors_down(n: int) -> list[int]:
+    return [g for g in range(n, 0, -1) if n % g == 0]
+
+
+class SharedKVExplorer(_Panel):
+    """Notebook 10: h query heads over h, ..., 2 or 1 K/V heads (MHA, GQA, MQA), made from the
+    same plain attention by averaging each group's K and V blocks (`layouts.share_kv`). Buttons
+    redraw which heads share K and V, the h causal maps (one colour per group), the parameters
+    and the KV cache, measured on a cache filled token by token."""
+
+    WHAT = "the shared K/V panel"
+
+    def __init__(self, sentence: str = SENTENCE, h: int = 8, d_model: int = 64, seed: int = 0):
+        self.words, self.h, self.d_model, self.seed = tokens(sentence), h, d_model, seed
+        check_num_heads(d_model, h)
+        self.choices = _divisors_down(h)  # num_kv_heads: h (MHA) ... 1 (MQA)
+        kind = lambda g: "MHA" if g == h else "MQA" if g == 1 else "GQA"  # noqa: E731
+        self.kv_buttons = widgets.ToggleButtons(
+            options=[(f"{g} · {kind(g)}", i) for i, g in enumerate(self.choices)], value=0,
+            description="K/V heads", style={"button_width": "auto", "description_width": "80px"},
+        )  # fmt: skip
+        view = AttentionView(key_by=["kv"], height=380)
+        super().__init__({"kv": self.kv_buttons}, view)
+
+    def _reachable(self, setting, radius):
+        return ({"kv": i} for i in range(len(self.choices)))  # a handful: all of them
+
+    def _frame(self, kv: int) -> Frame:
+        h, d_model, g = self.h, self.d_model, self.choices[kv]
+        d_k, group, T = d_model // h, h // g, len(self.words)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        mha = seeded_attention(d_model, h, self.seed)
+        gqa = share_kv(mha, g)  # each group's K and V blocks averaged into one
+        causal = torch.ones(T, T, dtype=torch.bool).tril()  # a decoder's mask
+        cache = KVCache()
+        with torch.no_grad():
+            out, weights = gqa(x, causal)  # (B, T, d_model), (B, h, T, T)
+            plain_out, plain_weights = expand_kv(gqa)(x, causal)
+            steps = [gqa(x[:, t : t + 1], cache=cache)[0] for t in range(T)]  # one token a step
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(gqa.w_q.weight.T, (d_model, d_model), "W^Q (x·W)", "d_model h·d_k"),
+            _shape_row(gqa.w_k.weight.T, (d_model, g * d_k), "W^K, W^V (x·W)", "d_model g·d_k"),
+            _shape_row(cache.k, (1, g, T, d_k), "cached k, v", "B g T d_k"),
+            _shape_row(weights, (1, h, T, T), "weights", "B h T T"),
+        ]
+        mha_bytes = 2 * h * d_k * T * 4
+        lines = [
+            f"{h} query heads, {plural(g, 'K/V head')}: {group} query "
+            f"{'head' if group == 1 else 'heads'} per K/V head",
+            f"parameters: {count_parameters(gqa):,} (MHA: {count_parameters(mha):,})",
+            f"KV cache after {T} tokens: {cache.nbytes:,} bytes = 2·{g}·{d_k}·{T}·4 "
+            f"({_share(cache.nbytes, mha_bytes)} MHA's {mha_bytes:,})",
+            check_close(out, plain_out, "out = expand_kv's (MHA, K/V blocks repeated)", echo=False),
+            check_close(weights, plain_weights, "all maps = expand_kv's", echo=False),
+            check_close(torch.cat(steps, dim=1), out, "token by token with the cache = all at once",
+                        echo=False),
+            check_attention_rows(weights, echo=False),
+        ]  # fmt: skip
+        colours = [HEAD_COLOURS[i // group % len(HEAD_COLOURS)] for i in range(h)]
+        titles = [f"head {i} · K/V {i // group}" for i in range(h)]
+        block = self.view.add_maps(f"g={g}", weights[0], self.words, self.words, titles, colours)
+        groups = kv_groups_svg(h, g, list(HEAD_COLOURS))
+        side = groups + _table(rows, f"h = {h}, g = {g}, d_model = {d_model}, d_k = {d_k}")
+        note = f"{h} query heads share {plural(g, 'K/V head')}: one colour per K/V head"
+        return Frame(block, side + _lines(lines), note)
