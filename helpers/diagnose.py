@@ -24,7 +24,14 @@ import torch
 
 from helpers.attention import attention_scores, merge_heads, split_heads
 
-__all__ = ["Diagnosis", "MISTAKES", "diagnose", "check_exercise", "reference_attention"]
+__all__ = [
+    "Diagnosis",
+    "MISTAKES",
+    "CONTEXT_MISTAKES",
+    "diagnose",
+    "check_exercise",
+    "reference_attention",
+]
 
 ATOL = 1e-4
 B, T, D_MODEL, HEADS = 2, 5, 12, 3  # d_k = 4: every scaling mistake gives different numbers
@@ -119,7 +126,7 @@ MISTAKES: dict[str, tuple[str, str]] = {
 }
 
 
-_CROSS_ONLY = ("keys_values_from_x", "queries_from_context")  # need a context to differ
+CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
 
 
 def reference_attention(
@@ -332,7 +339,7 @@ def diagnose(
     mistakes = [
         name for name in MISTAKES
         if len(runs) > 1 or not name.startswith("mask_")
-        if not (per_head and name.startswith("heads_")) and name not in _CROSS_ONLY
+        if not (per_head and name.startswith("heads_")) and name not in CONTEXT_MISTAKES
     ]  # fmt: skip
     outputs, stages = {}, {}
     for label, run_args in runs.items():

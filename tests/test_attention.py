@@ -14,6 +14,7 @@ from helpers.attention import (
     PerHeadMultiHeadAttention,
     SelfAttention,
     check_num_heads,
+    kv_cache_bytes,
     merge_heads,
     scaled_dot_product_attention,
     split_heads,
@@ -245,6 +246,7 @@ def test_cached_decoding_equals_the_full_causal_forward(num_kv_heads, chunks):
     torch.testing.assert_close(torch.cat(outs, dim=1), out_full, atol=1e-10, rtol=0)
     d_k = d_model // h  # 2 (k and v) · B · g · d_k · T · 8 bytes (float64)
     assert cache.nbytes == 2 * B * num_kv_heads * d_k * T * 8
+    assert cache.nbytes == kv_cache_bytes(T, num_kv_heads, d_k, bytes_per_number=8, B=B)
 
 
 def test_a_cache_is_for_self_attention_and_one_layer():
@@ -255,3 +257,13 @@ def test_a_cache_is_for_self_attention_and_one_layer():
         fused(torch.randn(1, 1, 8), context=torch.randn(1, 4, 8), cache=cache)
     with pytest.raises(ValueError, match=r"holds k of shape \(B, g, T, d_k\) = \(1, 2, 3, 4\)"):
         fused(torch.randn(2, 1, 8), cache=cache)  # another batch size: another cache
+
+
+def test_kv_cache_bytes_is_the_arithmetic_of_a_real_configuration():
+    # d_model 4096, 32 query heads of d_k 128, 32 layers, 8,192 tokens, 2-byte numbers
+    mha = kv_cache_bytes(8192, 32, 128, num_layers=32, bytes_per_number=2)
+    gqa = kv_cache_bytes(8192, 8, 128, num_layers=32, bytes_per_number=2)
+    assert (mha, gqa) == (4 * 2**30, 2**30)  # 4 GiB and 1 GiB per sequence
+    assert kv_cache_bytes(1, 8, 128, num_layers=32, bytes_per_number=2) == 128 * 1024
+    with pytest.raises(ValueError, match="num_kv_heads must be a whole number ≥ 0, got 2.5"):
+        kv_cache_bytes(10, 2.5, 8)

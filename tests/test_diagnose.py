@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from helpers.attention import FusedMultiHeadAttention
-from helpers.diagnose import MISTAKES, check_exercise, diagnose, reference_attention
+from helpers.diagnose import (
+    CONTEXT_MISTAKES,
+    MISTAKES,
+    check_exercise,
+    diagnose,
+    reference_attention,
+)
 
 
 def learner(mistake=None):
@@ -99,7 +105,7 @@ def test_the_catalogue_has_at_least_eight_mistakes():
     assert len(MISTAKES) >= 8
 
 
-@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+@pytest.mark.parametrize("mistake", sorted(set(MISTAKES) - set(CONTEXT_MISTAKES)))
 def test_every_catalogued_mistake_is_named(mistake):
     result = diagnose(learner(mistake), echo=False)
     assert not result.ok
@@ -271,3 +277,45 @@ def test_without_a_mask_the_mask_mistakes_are_not_candidates():
     assert ignores.ok  # without a mask, ignoring it is no mistake
     split = diagnose(without("heads_split_interleaved"), echo=False, mask=False)
     assert split.mistake == "heads_split_interleaved"
+
+
+def cross_learner(mistake=None):
+    """The 09 exercise as a learner writes it, with at most one slip."""
+
+    def my_cross_attention(x, context, w_q, w_k, w_v, w_o, num_heads):
+        B, T_q, d_model = x.shape
+        d_k = d_model // num_heads
+        queries = context if mistake == "queries_from_context" else x
+        source = x if mistake == "keys_values_from_x" else context
+
+        def heads(t, w):  # (B, T, d_model) -> (B, h, T, d_k)
+            return (t @ w.T).view(B, t.shape[1], num_heads, d_k).transpose(1, 2)
+
+        q, k, v = heads(queries, w_q), heads(source, w_k), heads(source, w_v)
+        scores = q @ k.transpose(-2, -1) / (1.0 if mistake == "no_scaling" else d_k**0.5)
+        out = scores.softmax(-1) @ v  # (B, h, T, d_k)
+        return out.transpose(1, 2).reshape(B, q.shape[2], d_model) @ w_o.T
+
+    return my_cross_attention
+
+
+def test_the_cross_attention_reference_equals_the_module_with_a_context():
+    torch.manual_seed(0)
+    fused = FusedMultiHeadAttention(12, 3).double()
+    x, context = torch.randn(2, 5, 12).double(), torch.randn(2, 7, 12).double()
+    mask = torch.rand(2, 5, 7) > 0.3
+    mask[..., 0] = True
+    weights = [getattr(fused, n).weight.detach() for n in ("w_q", "w_k", "w_v", "w_o")]
+    for m in (None, mask):
+        expected = fused(x, m, context=context)[0].detach()
+        got = reference_attention(x, *weights, 3, m, context=context)
+        torch.testing.assert_close(got, expected, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("mistake", [*CONTEXT_MISTAKES, "no_scaling"])
+def test_the_cross_attention_exercise_names_the_mix_ups(mistake):
+    assert check_exercise(cross_learner(), "cross_attention", echo=False).ok
+    result = check_exercise(cross_learner(mistake), "cross_attention", echo=False)
+    assert (result.ok, result.mistake) == (False, mistake), result.message
+    what, hint = MISTAKES[mistake]
+    assert result.message == f"✗ This looks like {what}.\n  Hint: {hint}"

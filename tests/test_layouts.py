@@ -14,7 +14,7 @@ from helpers.attention import (
     merge_heads,
     split_heads,
 )
-from helpers.layouts import expand_kv, from_torch, fuse, split, to_torch
+from helpers.layouts import expand_kv, from_torch, fuse, share_kv, split, to_torch
 
 ATOL = {torch.float64: 1e-10, torch.float32: 1e-5}
 
@@ -377,3 +377,35 @@ def test_bad_num_kv_heads_and_layouts_that_cannot_share_say_why():
     with pytest.raises(ValueError, match=r"Call it on expand_kv\(module\)"):
         to_torch(gqa)
     assert to_torch(expand_kv(gqa)).in_proj_weight.shape == (48, 16)
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_share_kv_averages_each_groups_blocks_and_expand_kv_undoes_it(bias):
+    torch.manual_seed(0)
+    h, d_k, d_model = 8, 3, 24
+    mha = FusedMultiHeadAttention(d_model, h, bias=bias).double()
+    x = torch.randn(2, 5, d_model, dtype=torch.float64)
+    same = share_kv(mha, h)  # g = h: nothing is shared, nothing changes
+    for a, b in zip(same(x), mha(x)):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+    for g in (4, 2, 1):
+        gqa = share_kv(mha, g)
+        assert gqa.num_kv_heads == g and gqa.w_k.weight.shape == (g * d_k, d_model)
+        for name in ("w_k", "w_v"):
+            blocks = getattr(mha, name).weight.view(h, d_k, d_model)
+            mean = blocks.view(g, h // g, d_k, d_model).mean(1).reshape(g * d_k, d_model)
+            torch.testing.assert_close(getattr(gqa, name).weight, mean, atol=1e-12, rtol=0)
+        assert torch.equal(gqa.w_q.weight, mha.w_q.weight)
+        assert torch.equal(gqa.w_o.weight, mha.w_o.weight)
+        back = share_kv(expand_kv(gqa), g)  # exact on heads that already share
+        for a, b in zip(back(x), gqa(x)):
+            torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+
+
+def test_share_kv_says_what_it_takes():
+    with pytest.raises(ValueError, match="num_kv_heads = 3 does not divide num_heads = 4"):
+        share_kv(FusedMultiHeadAttention(16, 4), 3)
+    with pytest.raises(ValueError, match=r"share_kv\(\) needs one K and one V per head"):
+        share_kv(FusedMultiHeadAttention(16, 4, num_kv_heads=2), 1)
+    with pytest.raises(ValueError, match="share_kv.. takes a FusedMultiHeadAttention; got Per"):
+        share_kv(PerHeadMultiHeadAttention(16, 4), 2)

@@ -86,3 +86,17 @@ def test_the_panels_colour_table_is_the_figures_colour_map():
     for w in (0.0, 0.25, 1.0):  # weight w is entry round(255 w), as the browser reads it
         r, g, b, _ = viridis(w, bytes=True)
         assert table[round(255 * w)] == f"#{r:02x}{g:02x}{b:02x}"
+
+
+def test_heads_mosaic_draws_rectangular_maps_with_query_and_key_words():
+    keys = ["a", "b", "c", "d", "e"]
+    fig = plots.heads_mosaic(torch.rand(2, 3, 5), ["x", "y", "z"], "cross", keys=keys)
+    ax = fig.axes[0]
+    assert ax.get_images()[0].get_array().shape == (3, 11)  # two 3 x 5 tiles, a gap of 1
+    assert [t.get_text() for t in ax.get_xticklabels()] == keys * 2
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y", "z"]
+
+
+def test_timings_name_any_x_axis():
+    fig = plots.timings([32, 64], {"cache": [1.0, 1.0]}, "t", xlabel="tokens so far T")
+    assert fig.axes[0].get_xlabel() == "tokens so far T"

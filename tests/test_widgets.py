@@ -7,10 +7,12 @@ import torch
 from helpers.examples import embed, seeded_attention, tokens
 from helpers.widgets import (
     BlockMatrixExplorer,
+    CrossAttentionExplorer,
     HeadsExplorer,
     OneVsManyExplorer,
     ParameterExplorer,
     QueryExplorer,
+    SharedKVExplorer,
     plural,
 )
 
@@ -149,6 +151,8 @@ def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
         (OneVsManyExplorer, "the one-head-vs-h-heads panel"),
         (ParameterExplorer, "the h and d_k panel"),
         (BlockMatrixExplorer, "the block-matrix panel"),
+        (CrossAttentionExplorer, "the cross-attention panel"),
+        (SharedKVExplorer, "the shared K/V panel"),
     ],
 )
 def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
@@ -221,3 +225,61 @@ def test_parameter_explorer_follows_h_and_d_k():
     assert "(24, 64)" in panel.table and "6,144" in panel.table  # 4·8·3·64
     assert "✗" not in panel.message + panel.table
     assert panel.maps.shape == (8, 7, 7)
+
+
+def test_cross_attention_explorer_draws_t_q_by_t_k_maps_of_the_module():
+    from helpers.widgets import TARGET
+
+    panel = CrossAttentionExplorer(h=4, d_model=32)
+    source, target = tokens(), tokens(TARGET)
+    x, context = embed(target, 32, seed=1), embed(source, 32, seed=0)
+    for t_k, h in ((7, 4), (3, 4), (3, 8), (1, 16)):
+        panel.t_k_slider.value, panel.h_slider.value = t_k, h
+        with torch.no_grad():
+            _, weights = seeded_attention(32, h)(x, context=context[:, :t_k])
+        assert torch.equal(panel.maps, weights[0]), (t_k, h)  # (h, T_q = 4, T_k)
+        assert panel.maps.shape == (h, 4, t_k)
+        assert f"<td>weights</td><td>(1, {h}, 4, {t_k})</td>" in panel.table
+        assert "<td>out</td><td>(1, 4, 32)</td>" in panel.table  # one row per query, always
+        assert "✗" not in panel.table and f"✓ each row, over the {t_k} keys" in panel.table
+    assert panel.message == "16 maps of 4 queries × 1 key"
+    assert {"t_k=1|h=5", "t_k=2|h=16", "t_k=3|h=1"} <= panel.view.sent  # sent ahead
+
+
+def test_cross_attention_explorer_explains_an_impossible_h():
+    panel = CrossAttentionExplorer(h=4, d_model=32)
+    panel.h_slider.value = 5
+    assert panel.message.startswith("d_model = 32 is not divisible by h = 5")
+    assert panel.message.endswith("h that work here: 1, 2, 4, 8, 16.")
+    panel.h_slider.value = 8
+    assert panel.message == "8 maps of 4 queries × 7 keys"
+
+
+def test_shared_kv_explorer_goes_from_mha_to_mqa_with_measured_cache_and_checks():
+    from helpers.layouts import share_kv
+    from helpers.palette import HEAD_COLOURS
+
+    panel = SharedKVExplorer(h=8, d_model=64)
+    x, causal = embed(tokens(), 64), torch.ones(7, 7, dtype=torch.bool).tril()
+    options = [label for label, _ in panel.kv_buttons.options]
+    assert options == ["8 · MHA", "4 · GQA", "2 · GQA", "1 · MQA"]
+    for index, (g, params) in enumerate([(8, 16_384), (4, 12_288), (2, 10_240), (1, 9_216)]):
+        panel.kv_buttons.value = index
+        with torch.no_grad():
+            _, weights = share_kv(seeded_attention(64, 8), g)(x, causal)
+        assert torch.equal(panel.maps, weights[0]), g
+        assert panel.maps[0].triu(1).abs().max() == 0  # causal
+        cache_bytes = 2 * g * 8 * 7 * 4
+        assert f"parameters: {params:,} (MHA: 16,384)" in panel.table
+        assert f"KV cache after 7 tokens: {cache_bytes:,} bytes = 2·{g}·8·7·4" in panel.table
+        assert f"<td>cached k, v</td><td>(1, {g}, 7, 8)</td>" in panel.table
+        assert "✗" not in panel.table
+        assert "✓ token by token with the cache = all at once" in panel.table
+        assert "✓ all maps = expand_kv's" in panel.table
+        meta, _ = panel.view._blocks[panel.current.block]
+        group = 8 // g
+        assert meta["colours"] == [HEAD_COLOURS[i // group] for i in range(8)]  # one per group
+        assert meta["titles"][-1] == f"head 7 · K/V {g - 1}"
+        assert panel.table.count("<rect") == 8 + g  # the grouping: 8 query boxes, g K/V boxes
+    assert "(1/8 of MHA's 3,584)" in panel.table
+    assert panel.message == "8 query heads share 1 K/V head: one colour per K/V head"
