@@ -159,7 +159,7 @@ def kv_groups_svg(num_heads: int, num_kv_heads: int, colours: list[str], width: 
     """Which query heads share which K/V head: h query boxes on top, g K/V boxes below, a line
     from each query head to the K/V head of its group; group j in colours[j]."""
     group = num_heads // num_kv_heads
-    left, right, box_h = 92, 8, 26
+    left, right, box_h = 108, 8, 26  # room for 'query heads' at 14 px
     step = (width - left - right) / num_heads
     y_q, y_kv = 8, 8 + box_h + 44
     parts = [

@@ -628,7 +628,7 @@ class CrossAttentionExplorer(_Panel):
         self.h_slider = _h_slider(h)
         self.t_k_slider = widgets.IntSlider(
             value=len(self.source), min=1, max=len(self.source), description="T_k (source)",
-            style={"description_width": "80px"},
+            style={"description_width": "110px"}, layout=widgets.Layout(width="420px"),
         )  # fmt: skip
         view = AttentionView(key_by=["t_k", "h"], height=380)
         super().__init__({"h": self.h_slider, "t_k": self.t_k_slider}, view)
@@ -734,7 +734,7 @@ class SharedKVExplorer(_Panel):
             check_attention_rows(weights, echo=False),
         ]  # fmt: skip
         colours = [HEAD_COLOURS[i // group % len(HEAD_COLOURS)] for i in range(h)]
-        titles = [f"head {i} · K/V {i // group}" for i in range(h)]
+        titles = [f"Q{i} · K/V {i // group}" for i in range(h)]  # as in the grouping picture
         block = self.view.add_maps(f"g={g}", weights[0], self.words, self.words, titles, colours)
         groups = kv_groups_svg(h, g, list(HEAD_COLOURS))
         side = groups + _table(rows, f"h = {h}, g = {g}, d_model = {d_model}, d_k = {d_k}")

@@ -279,7 +279,7 @@ def test_shared_kv_explorer_goes_from_mha_to_mqa_with_measured_cache_and_checks(
         meta, _ = panel.view._blocks[panel.current.block]
         group = 8 // g
         assert meta["colours"] == [HEAD_COLOURS[i // group] for i in range(8)]  # one per group
-        assert meta["titles"][-1] == f"head 7 · K/V {g - 1}"
+        assert meta["titles"][-1] == f"Q7 · K/V {g - 1}"
         assert panel.table.count("<rect") == 8 + g  # the grouping: 8 query boxes, g K/V boxes
     assert "(1/8 of MHA's 3,584)" in panel.table
     assert panel.message == "8 query heads share 1 K/V head: one colour per K/V head"

@@ -1,5 +1,5 @@
 """Every notebook in real JupyterLab in Chromium: Run All gives no error; in every panel drawn in
-the browser (01 to 05, 07) a hovered cell shows the kernel's number, a clicked query is
+the browser (01 to 05, 07, 09, 10) a hovered cell shows the kernel's number, a clicked query is
 followed through every head, impossible settings grey the maps and valid ones restore them, and
 the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
 
@@ -29,7 +29,7 @@ def run(lab, page, notebook):
         open_and_run_all(page, *lab, notebook)
         _opened[id(page)] = notebook
     box = view(page)
-    box.scroll_into_view_if_needed()
+    box.evaluate("el => el.scrollIntoView({block: 'start'})")  # all of it: hovers hit any cell
     return box
 
 
@@ -57,6 +57,10 @@ def expected_panel(notebook):
         return widgets.OneVsManyExplorer(h=4, d_model=48)
     if notebook.startswith("05"):
         return widgets.ParameterExplorer(h=4, d_k=16, d_model=32)
+    if notebook.startswith("09"):
+        return widgets.CrossAttentionExplorer(h=4, d_model=32)
+    if notebook.startswith("10"):
+        return widgets.SharedKVExplorer(h=8, d_model=64)
     from helpers.pretrained import load_minilm
 
     text = "The cat sat on the mat because it was warm."
@@ -69,6 +73,8 @@ DRAWN = [
     "04_why_multi_head.ipynb",
     "05_learner_questions.ipynb",
     "07_real_model_heads.ipynb",
+    "09_cross_attention.ipynb",
+    "10_shared_kv_and_cache.ipynb",
 ]
 
 
@@ -165,6 +171,7 @@ IMPOSSIBLE = {
     "02_per_head_projections.ipynb": (1, 3, "d_model=64|h=8"),  # 64 / 5 cannot work
     "03_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
     "04_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
+    "09_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
 }
 
 
@@ -180,7 +187,7 @@ def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab,
     assert "is not divisible by h = 5" in message and "h that work here: 1, 2, " in message
     assert "(Greyed: the last setting that worked.)" in message
     box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_impossible.png")
-    d_model = panel(page).locator(".widget-slider").nth(1)
+    d_model = panel(page).locator(".widget-slider", has_text="d_model")
     if d_model.count():  # jump far away: the kernel drops what it sent for the old d_model
         before = d_model.locator(".widget-readout").inner_text()
         press(page, d_model, "End")  # beyond everything sent ahead, and still impossible
@@ -309,3 +316,41 @@ def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, not
     finally:
         presentation_mode(page, False)
         page.set_viewport_size({"width": 1500, "height": 1000})
+
+
+def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
+    box = run(lab, page, "09_cross_attention.ipynb")
+    t_k = panel(page).locator(".widget-slider", has_text="T_k")
+    press(page, t_k, "ArrowLeft", 4)
+    wait_for_change(lambda: box.get_attribute("data-key") == "t_k=3|h=4", False)
+    # four quick presses pass what was sent ahead (two steps): the kernel then sends it
+    wait_for_change(lambda: box.get_attribute("data-state") != "pending", False)
+    assert box.get_attribute("data-state") == "ok"
+    side = box.locator(".av-side").inner_text()
+    assert "(1, 4, 4, 3)" in side and "(1, 4, 32)" in side and "✗" not in side
+    assert box.locator(".av-message").inner_text() == "4 maps of 4 queries × 3 keys"
+    centre = point(box, "cellCenter", 1, 3, 2)  # head 1, the last query, the last key left
+    page.mouse.move(centre["x"], centre["y"])
+    tooltip = box.locator(".av-tooltip")
+    tooltip.wait_for(state="visible")
+    assert tooltip.inner_text().startswith("head 1 · query 'assis' → key 'sat' · ")
+    box.screenshot(path=SCREENSHOTS / "09_cross_attention_t_k3.png")
+    page.mouse.move(0, 0)
+    press(page, t_k, "ArrowRight", 4)
+    wait_for_change(lambda: box.get_attribute("data-key") == "t_k=7|h=4", False)
+
+
+def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
+    box = run(lab, page, "10_shared_kv_and_cache.ipynb")
+    buttons = panel(page).locator(".widget-toggle-button")
+    assert buttons.all_inner_texts() == ["8 · MHA", "4 · GQA", "2 · GQA", "1 · MQA"]
+    for index, g in enumerate([8, 4, 2, 1]):
+        buttons.nth(index).click()
+        wait_for_change(lambda i=index: box.get_attribute("data-key") == f"kv={i}", False)
+        assert box.get_attribute("data-state") == "ok"
+        side = box.locator(".av-side").inner_text()
+        assert f"KV cache after 7 tokens: {2 * g * 8 * 7 * 4:,} bytes" in side and "✗" not in side
+        assert box.locator(".av-side svg rect").count() == 8 + g  # the grouping picture
+        box.screenshot(path=SCREENSHOTS / f"10_shared_kv_and_cache_g{g}.png")
+    buttons.first.click()
+    wait_for_change(lambda: box.get_attribute("data-key") == "kv=0", False)
