@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from helpers.attention import FusedMultiHeadAttention
+from helpers.attention import FusedMultiHeadAttention, KVCache, kv_cache_bytes
 from helpers.layouts import split, to_torch
 from helpers.timing import interleaved_medians
 
@@ -250,6 +250,49 @@ def per_head_vs_fused(repeats: int = 20) -> list[dict]:
     return rows
 
 
+@torch.no_grad()
+def decoding(tokens: int = 512, d_model: int = 512, h: int = 8, repeats: int = 3) -> dict:
+    """Generate `tokens` positions one at a time: with a KVCache (each step feeds only the new
+    token), and by recomputing the causal forward over every token so far (each step keeps only the
+    last row). Same outputs (checked); interleaved medians of the whole decoding."""
+    torch.manual_seed(0)
+    fused = FusedMultiHeadAttention(d_model, h).eval()
+    x = torch.randn(1, tokens, d_model)
+    causal = torch.ones(tokens, tokens, dtype=torch.bool).tril()
+
+    def cached():
+        cache = KVCache()
+        return [fused(x[:, t : t + 1], cache=cache, need_weights=False)[0] for t in range(tokens)]
+
+    def recompute():
+        return [
+            fused(x[:, : t + 1], causal[: t + 1, : t + 1], need_weights=False)[0][:, -1:]
+            for t in range(tokens)
+        ]
+
+    gap = float((torch.cat(cached(), dim=1) - torch.cat(recompute(), dim=1)).abs().max())
+    m = interleaved_medians({"cache": cached, "recompute": recompute}, repeats=repeats, warmup=1)
+    return {"tokens": tokens, "d_model": d_model, "h": h, "max_abs_difference": gap,
+            "cache_s": m["cache"], "recompute_s": m["recompute"],
+            "ratio": m["recompute"] / m["cache"]}  # fmt: skip
+
+
+@torch.no_grad()
+def kv_memory(tokens: int = 512, d_model: int = 512, h: int = 8) -> dict:
+    """Bytes a KVCache holds after `tokens` tokens, float32, for g = h (MHA) down to 1 (MQA), each
+    against MHA's; and the same arithmetic for a real-sized configuration (d_model 4096, 32 query
+    heads, 32 layers, 8,192 tokens, 2-byte numbers)."""
+    x = torch.randn(1, tokens, d_model)
+    measured = {}
+    for g in (h, 4, 2, 1):
+        cache = KVCache()
+        FusedMultiHeadAttention(d_model, h, num_kv_heads=g).eval()(x, cache=cache)
+        measured[g] = cache.nbytes
+    real = {g: kv_cache_bytes(8192, g, 128, num_layers=32, bytes_per_number=2) for g in (32, 8, 1)}
+    return {"measured_bytes": measured, "vs_mha": {g: b / measured[h] for g, b in measured.items()},
+            "real_gib": {g: b / 2**30 for g, b in real.items()}}  # fmt: skip
+
+
 def main() -> None:
     results = {"date": date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                "torch": torch.__version__, "threads": torch.get_num_threads()}  # fmt: skip
@@ -299,6 +342,19 @@ def main() -> None:
         print(
             f"  h={r['h']:>2}: loop {r['loop_ms']:7.2f} ms   fused {r['fused_ms']:6.2f} ms   ratio {r['ratio']:5.2f}"
         )
+
+    results["decoding"] = d = decoding()
+    print(
+        f"\ndecoding {d['tokens']} tokens one at a time (d_model={d['d_model']}, h={d['h']}, one "
+        f"sequence): with the KV cache {d['cache_s']:.2f} s, recomputing {d['recompute_s']:.2f} s, "
+        f"ratio {d['ratio']:.1f}x (same outputs: max |difference| {d['max_abs_difference']:.1e})"
+    )
+    results["kv_memory"] = k = kv_memory()
+    print("KV cache after 512 tokens (d_model=512, h=8, float32), measured:")
+    for g, b in k["measured_bytes"].items():
+        print(f"  g={g} K/V heads: {b:>9,} bytes = {k['vs_mha'][g]:.3f} of MHA's")
+    real = ", ".join(f"g={g}: {gib:.3f} GiB" for g, gib in k["real_gib"].items())
+    print(f"  a real-sized model (32 layers, 32 query heads of 128, 8,192 tokens, 2 bytes): {real}")
 
     OUT.mkdir(exist_ok=True)
     (OUT / "bench.json").write_text(json.dumps(results, indent=2))
