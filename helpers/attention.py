@@ -25,6 +25,7 @@ __all__ = [
     "kv_cache_bytes",
     "MASK_SHAPES",
     "check_num_kv_heads",
+    "check_dropout",
     "heads_mask",
     "scaled_dot_product_attention",
     "attention_scores",
@@ -82,6 +83,17 @@ def check_num_heads(d_model: int, num_heads: int) -> int:
             f"{', '.join(map(str, valid_head_counts(d_model)))}."
         )
     return d_model // num_heads
+
+
+def check_dropout(dropout: float) -> float:
+    """A dropout probability, 0 <= p < 1, or a ValueError that says what it is."""
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise ValueError(
+            f"dropout is the probability of zeroing each attention weight in training, "
+            f"0 <= dropout < 1; got {dropout!r}. 0.0 (the default) turns it off; transformers "
+            "typically train with 0.1."
+        )
+    return float(dropout)
 
 
 def _check_x(x: torch.Tensor, d_model: int) -> None:
@@ -194,6 +206,7 @@ def scaled_dot_product_attention(
     k: torch.Tensor,
     v: torch.Tensor,
     mask: torch.Tensor | None = None,
+    dropout: float = 0.0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """softmax(q kᵀ / √d_k) v over the last two dims, with any leading dims.
 
@@ -201,6 +214,10 @@ def scaled_dot_product_attention(
     broadcastable to (..., T_q, T_k). Returns out (..., T_q, d_v) and weights (..., T_q, T_k),
     each row of weights summing to 1. A query row that may attend to no key gets zero weights and
     a zero output (never NaN, in the forward pass or in gradients).
+
+    With dropout = p > 0, each weight is zeroed with probability p and the others are scaled by
+    1 / (1 − p), as in training (the modules pass p only in training mode): a row then sums to 1
+    only on average. The weights returned are the ones applied to v, as nn.MultiheadAttention's.
     """
     if k.size(-2) != v.size(-2):
         raise ValueError(
@@ -210,13 +227,15 @@ def scaled_dot_product_attention(
     scores = attention_scores(q, k)  # (..., T_q, T_k)
     if mask is None:
         weights = scores.softmax(dim=-1)
-        return weights @ v, weights
-    _check_mask(mask, tuple(scores.shape), "the scores' shape (..., T_q, T_k)")
-    # A query with no allowed key would take a softmax over only -inf, which is NaN: give such
-    # rows finite scores first, then zero weights.
-    has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
-    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~has_key, 0.0)
-    weights = scores.softmax(dim=-1).masked_fill(~has_key, 0.0)
+    else:
+        _check_mask(mask, tuple(scores.shape), "the scores' shape (..., T_q, T_k)")
+        # A query with no allowed key would take a softmax over only -inf, which is NaN: give such
+        # rows finite scores first, then zero weights.
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+        scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~has_key, 0.0)
+        weights = scores.softmax(dim=-1).masked_fill(~has_key, 0.0)
+    if dropout > 0:  # training: zero some weights, scale the rest by 1 / (1 - p)
+        weights = F.dropout(weights, p=dropout)
     return weights @ v, weights  # (..., T_q, d_v), (..., T_q, T_k)
 
 
@@ -241,11 +260,12 @@ def count_parameters(module: nn.Module) -> int:
 class SelfAttention(nn.Module):
     """One attention head: q = x W_qᵀ, k = x W_kᵀ, v = x W_vᵀ, each d_model -> d_k."""
 
-    def __init__(self, d_model: int, d_k: int, bias: bool = False):
+    def __init__(self, d_model: int, d_k: int, bias: bool = False, dropout: float = 0.0):
         super().__init__()
         _check_positive("d_model", d_model)
         _check_positive("d_k", d_k)
         self.d_model, self.d_k = d_model, d_k
+        self.dropout = check_dropout(dropout)  # on the weights, in training mode only
         self.w_q = nn.Linear(d_model, d_k, bias=bias)
         self.w_k = nn.Linear(d_model, d_k, bias=bias)
         self.w_v = nn.Linear(d_model, d_k, bias=bias)
@@ -269,7 +289,7 @@ class SelfAttention(nn.Module):
             _check_mask(mask, (B, T_q, T_k), "(B, T_q, T_k)")
         q = self.w_q(x)  # (B, T_q, d_k)
         k, v = self.w_k(source), self.w_v(source)  # each (B, T_k, d_k)
-        return scaled_dot_product_attention(q, k, v, mask)
+        return scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
 
 
 class PerHeadMultiHeadAttention(nn.Module):
@@ -286,6 +306,7 @@ class PerHeadMultiHeadAttention(nn.Module):
         bias: bool = False,
         d_k: int | None = None,
         num_kv_heads: int | None = None,
+        dropout: float = 0.0,
     ):
         super().__init__()
         if d_k is None:
@@ -295,7 +316,10 @@ class PerHeadMultiHeadAttention(nn.Module):
         _check_positive("d_k", d_k)
         self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_k
         self.num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
-        self.heads = nn.ModuleList(SelfAttention(d_model, d_k, bias=bias) for _ in range(num_heads))
+        self.dropout = check_dropout(dropout)  # each head drops its own weights in training
+        self.heads = nn.ModuleList(
+            SelfAttention(d_model, d_k, bias=bias, dropout=dropout) for _ in range(num_heads)
+        )
         # grouped-query: the heads of a group use their first head's K and V (the same modules)
         for i, head in enumerate(self.heads):
             owner = self.kv_owners[i // (num_heads // self.num_kv_heads)]
@@ -389,10 +413,16 @@ class FusedMultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, bias: bool = False, num_kv_heads: int | None = None
+        self,
+        d_model: int,
+        num_heads: int,
+        bias: bool = False,
+        num_kv_heads: int | None = None,
+        dropout: float = 0.0,
     ):
         super().__init__()
         self.d_k = check_num_heads(d_model, num_heads)
+        self.dropout = check_dropout(dropout)  # on the weights, in training mode only
         self.d_model, self.num_heads = d_model, num_heads
         # grouped-query (1 = multi-query): K and V have num_kv_heads heads, each shared by a group
         self.num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
@@ -445,11 +475,11 @@ class FusedMultiHeadAttention(nn.Module):
             group = self.num_heads // self.num_kv_heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, h, …)
         # (2) attend: the head dim rides along as a batch dim, so there are h softmaxes
+        p = self.dropout if self.training else 0.0
         if need_weights:
-            out, weights = scaled_dot_product_attention(
-                q, k, v, mask
-            )  # (B, h, T, d_k), (B, h, T, T)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, p)  # (B,h,T,d_k), (B,h,T,T)
         else:  # the same formula in one kernel; a fully masked row gives zeros there too
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            weights = None
         # (3) put the heads side by side again and mix them with w_o
         return self.w_o(merge_heads(out)), weights  # (B, T, d_model), (B, h, T, T) or None

@@ -82,6 +82,7 @@ def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
         per_head.num_heads,
         bias=_has_bias(per_head),
         num_kv_heads=per_head.num_kv_heads,
+        dropout=per_head.dropout,
     )
     for name in _PROJECTIONS:
         linears = _heads_of(per_head, name)  # h for W^Q; one per K/V head for W^K, W^V
@@ -106,6 +107,7 @@ def split(fused: FusedMultiHeadAttention) -> PerHeadMultiHeadAttention:
         h,
         bias=_has_bias(fused),
         num_kv_heads=fused.num_kv_heads,
+        dropout=fused.dropout,
     )
     for name in _PROJECTIONS:
         source = getattr(fused, name)
@@ -125,7 +127,8 @@ def from_torch(mha: nn.MultiheadAttention) -> FusedMultiHeadAttention:
     """Copy PyTorch's `nn.MultiheadAttention` into a `FusedMultiHeadAttention`.
 
     PyTorch packs W^Q, W^K, W^V into one (3 d_model, d_model) `in_proj_weight`, in that order,
-    and keeps W^O in `out_proj`. Dropout is not copied: the two agree in eval mode.
+    and keeps W^O in `out_proj`. Its dropout probability is kept (the two agree in eval mode;
+    in training each draws its own random zeros).
     """
     if not isinstance(mha, nn.MultiheadAttention):
         raise ValueError(f"from_torch() takes an nn.MultiheadAttention; got {type(mha).__name__}.")
@@ -136,7 +139,9 @@ def from_torch(mha: nn.MultiheadAttention) -> FusedMultiHeadAttention:
             "modules."
         )
     bias = mha.in_proj_bias is not None
-    fused = _empty_like(mha, FusedMultiHeadAttention, mha.embed_dim, mha.num_heads, bias=bias)
+    fused = _empty_like(
+        mha, FusedMultiHeadAttention, mha.embed_dim, mha.num_heads, bias=bias, dropout=mha.dropout
+    )
     w_q, w_k, w_v = mha.in_proj_weight.chunk(3, dim=0)  # 3 x (d_model, d_model)
     b_q, b_k, b_v = mha.in_proj_bias.chunk(3, dim=0) if bias else (None, None, None)
     for name, weight, b in zip(_PROJECTIONS, (w_q, w_k, w_v), (b_q, b_k, b_v)):
@@ -161,8 +166,9 @@ def to_torch(fused: FusedMultiHeadAttention) -> nn.MultiheadAttention:
     _no_shared_kv(fused, "to_torch() (nn.MultiheadAttention)")
     bias = _has_bias(fused)
     mha = _empty_like(
-        fused, nn.MultiheadAttention, fused.d_model, fused.num_heads, bias=bias, batch_first=True
-    )
+        fused, nn.MultiheadAttention, fused.d_model, fused.num_heads, bias=bias, batch_first=True,
+        dropout=fused.dropout,
+    )  # fmt: skip
     weights = [getattr(fused, name).weight for name in _PROJECTIONS]
     mha.in_proj_weight.copy_(torch.cat(weights, dim=0))  # (3 d_model, d_model)
     mha.out_proj.weight.copy_(fused.w_o.weight)
@@ -229,7 +235,9 @@ def expand_kv(module: FusedMultiHeadAttention | PerHeadMultiHeadAttention):
             f"{type(module).__name__}."
         )
     h, g, d_k, d_model = module.num_heads, module.num_kv_heads, module.d_k, module.d_model
-    plain = _empty_like(module, FusedMultiHeadAttention, d_model, h, bias=_has_bias(module))
+    plain = _empty_like(
+        module, FusedMultiHeadAttention, d_model, h, bias=_has_bias(module), dropout=module.dropout
+    )
     for name in ("w_q", "w_o"):
         getattr(plain, name).load_state_dict(getattr(module, name).state_dict())
     for name in ("w_k", "w_v"):
@@ -256,7 +264,7 @@ def share_kv(module: FusedMultiHeadAttention, num_kv_heads: int) -> FusedMultiHe
     h, d_k, d_model = module.num_heads, module.d_k, module.d_model
     grouped = _empty_like(
         module, FusedMultiHeadAttention, d_model, h, bias=_has_bias(module),
-        num_kv_heads=num_kv_heads,
+        num_kv_heads=num_kv_heads, dropout=module.dropout,
     )  # fmt: skip
     g = grouped.num_kv_heads  # checked: a divisor of h
     for name in ("w_q", "w_o"):

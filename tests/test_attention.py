@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
+from torch import nn
 
 from helpers.attention import (
     FusedMultiHeadAttention,
@@ -267,3 +268,45 @@ def test_kv_cache_bytes_is_the_arithmetic_of_a_real_configuration():
     assert kv_cache_bytes(1, 8, 128, num_layers=32, bytes_per_number=2) == 128 * 1024
     with pytest.raises(ValueError, match="num_kv_heads must be a whole number ≥ 0, got 2.5"):
         kv_cache_bytes(10, 2.5, 8)
+
+
+@pytest.mark.parametrize("Module", [PerHeadMultiHeadAttention, FusedMultiHeadAttention])
+def test_dropout_on_the_weights_scales_the_kept_ones_and_is_off_in_eval(Module):
+    torch.manual_seed(0)
+    p, B, T, d_model, h = 0.25, 64, 6, 16, 4
+    module = Module(d_model, h, dropout=p).double()
+    x = torch.randn(B, T, d_model, dtype=f64)
+    module.eval()
+    with torch.no_grad():
+        out_eval, w_eval = module(x)
+    torch.testing.assert_close(w_eval.sum(-1), torch.ones(B, h, T, dtype=f64), atol=1e-12, rtol=0)
+    module.train()
+    with torch.no_grad():
+        _, w_train = module(x)
+    kept = w_train != 0
+    # every kept weight is the eval weight scaled by 1 / (1 - p); about p of them are zeroed
+    torch.testing.assert_close(w_train[kept], w_eval[kept] / (1 - p), atol=1e-12, rtol=0)
+    zeroed = 1 - kept.double().mean()
+    assert abs(float(zeroed) - p) < 0.02, zeroed  # 24,576 weights: 4 standard deviations ≈ 0.011
+    rows = w_train.sum(-1)  # (B, h, T): each row sums to 1 only on average
+    assert float((rows - 1).abs().max()) > 0.1
+    assert abs(float(rows.mean()) - 1) < 0.01, rows.mean()  # 1,536 rows
+    module.eval()
+    torch.testing.assert_close(module(x)[0], out_eval, atol=0, rtol=0)  # off again in eval
+
+
+def test_dropout_matches_torch_in_eval_and_travels_through_the_layouts():
+    from helpers.layouts import from_torch, to_torch
+
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 4, dropout=0.1, batch_first=True).double().eval()
+    ours = from_torch(mha).eval()
+    x = torch.randn(2, 5, 16, dtype=f64)
+    assert ours.dropout == 0.1 and to_torch(ours).dropout == 0.1
+    assert split(ours).dropout == 0.1 and all(head.dropout == 0.1 for head in split(ours).heads)
+    out_t, w_t = mha(x, x, x, average_attn_weights=False)
+    out, w = ours(x)
+    torch.testing.assert_close(out, out_t, atol=1e-10, rtol=0)
+    torch.testing.assert_close(w, w_t, atol=1e-10, rtol=0)
+    with pytest.raises(ValueError, match=r"0 <= dropout < 1; got 1.0\. 0.0 \(the default\)"):
+        FusedMultiHeadAttention(16, 4, dropout=1.0)
