@@ -1,4 +1,5 @@
-"""Two small tasks, each trained on CPU in about a second.
+"""Small experiments: two tasks, each trained on CPU in about a second, and the measurements
+behind the √d_k in the scores.
 
 `two_place`: a task that needs two places at once, to compare one head with h heads.
 
@@ -17,6 +18,7 @@ backwards, output t must put its weight on source position T − 1 − t: an ali
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -36,6 +38,9 @@ __all__ = [
     "train_reverse",
     "reverse_accuracy",
     "alignment",
+    "dot_product_variance",
+    "Saturation",
+    "softmax_saturation",
 ]
 
 VOCAB, T_MAX, D_MODEL = 16, 8, 16
@@ -182,3 +187,47 @@ def alignment(model: ReverseModel, batch: int = 256, seed: int = 1234) -> torch.
     T = source.size(1)
     t = torch.arange(T)
     return weights.mean(0)[:, t, T - 1 - t]  # (h, T_q)
+
+
+def _unit_normal(shape: tuple[int, ...], seed: int) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def dot_product_variance(d_k: int, n: int = 20_000, seed: int = 0) -> float:
+    """The variance of q·k over n pairs of vectors with independent unit-variance entries: d_k in
+    theory (a sum of d_k products, each of variance 1). Measured, in float64."""
+    q, k = _unit_normal((n, d_k), seed), _unit_normal((n, d_k), seed + 1)
+    return float((q * k).sum(-1).var())
+
+
+@dataclass
+class Saturation:
+    """Averages over many softmax rows of T keys: the largest weight (1/T if uniform, 1 if
+    one-hot), the entropy in nats (log T if uniform, 0 if one-hot) and the norm of the gradient the
+    softmax passes back to the scores for a unit-variance upstream gradient (0 if one-hot)."""
+
+    max_weight: float
+    entropy: float
+    grad_norm: float
+
+
+def softmax_saturation(
+    d_k: int, scaled: bool = True, T: int = 16, n: int = 2_000, seed: int = 0
+) -> Saturation:
+    """Rows softmax(q·k_j / √d_k) (or without the division) for n queries over T keys, entries of
+    unit variance, measured: how peaked they are and how much gradient gets through."""
+    q, k = _unit_normal((n, 1, d_k), seed), _unit_normal((n, T, d_k), seed + 1)
+    scores = (q @ k.transpose(-2, -1)).squeeze(1)  # (n, T)
+    if scaled:
+        scores = scores / math.sqrt(d_k)
+    scores.requires_grad_(True)
+    weights = scores.softmax(dim=-1)  # (n, T)
+    upstream = _unit_normal((n, T), seed + 2)
+    (grad,) = torch.autograd.grad(weights, scores, upstream)  # (n, T): what backprop passes on
+    w = weights.detach()
+    entropy = -(w * w.clamp_min(1e-300).log()).sum(-1)
+    return Saturation(
+        max_weight=float(w.max(-1).values.mean()),
+        entropy=float(entropy.mean()),
+        grad_norm=float(grad.norm(dim=-1).mean()),
+    )

@@ -27,6 +27,8 @@ __all__ = [
     "from_qkv",
     "expand_kv",
     "share_kv",
+    "w_o_blocks",
+    "head_circuits",
 ]
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
@@ -276,3 +278,41 @@ def share_kv(module: FusedMultiHeadAttention, num_kv_heads: int) -> FusedMultiHe
         if source.bias is not None:
             target.bias.copy_(source.bias.view(g, h // g, d_k).mean(dim=1).flatten())
     return grouped
+
+
+def _fused_plain(module: FusedMultiHeadAttention | PerHeadMultiHeadAttention):
+    """The module as a fused one with one K and V per head (fused and expanded if needed)."""
+    if isinstance(module, PerHeadMultiHeadAttention):
+        module = fuse(module)
+    if not isinstance(module, FusedMultiHeadAttention):
+        raise ValueError(
+            "takes a FusedMultiHeadAttention or a PerHeadMultiHeadAttention; got "
+            f"{type(module).__name__}."
+        )
+    return expand_kv(module) if module.num_kv_heads < module.num_heads else module
+
+
+@torch.no_grad()
+def w_o_blocks(module: FusedMultiHeadAttention | PerHeadMultiHeadAttention) -> torch.Tensor:
+    """W^O cut per head, in the x·W layout: (h, d_k, d_model), block i the d_k rows that head i's
+    output meets. concat(head_0 … head_{h−1}) · W^O = Σ_i head_i · W^O_i (bias aside)."""
+    fused = _fused_plain(module)
+    return fused.w_o.weight.T.reshape(fused.num_heads, fused.d_k, fused.d_model).clone()
+
+
+@torch.no_grad()
+def head_circuits(
+    module: FusedMultiHeadAttention | PerHeadMultiHeadAttention,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each head as two d_model x d_model matrices in the x·W layout, each of rank at most d_k:
+    W_QK[i] = W_i^Q W_i^Kᵀ, where head i looks (its score of token a for token b is
+    x_a W_QK[i] x_bᵀ / √d_k), and W_OV[i] = W_i^V W^O_i, what it writes (the output is
+    Σ_i weights_i · x · W_OV[i]). Biases are left out. Returns W_QK, W_OV, each
+    (h, d_model, d_model).
+    """
+    fused = _fused_plain(module)
+    h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
+    w_q, w_k, w_v = (getattr(fused, n).weight.view(h, d_k, d_model) for n in _PROJECTIONS)
+    w_o = fused.w_o.weight.T.reshape(h, d_k, d_model)  # W^O_i, (d_k, d_model) each
+    # nn.Linear's (out, in) rows are the x·W layout's columns: W_i^Q = w_q[i]ᵀ (d_model, d_k)
+    return w_q.transpose(1, 2) @ w_k, w_v.transpose(1, 2) @ w_o  # (h, d_model, d_model) each

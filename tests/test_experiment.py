@@ -10,8 +10,10 @@ from helpers.experiment import (
     TwoPlaceModel,
     accuracy,
     alignment,
+    dot_product_variance,
     reverse_accuracy,
     reverse_batch,
+    softmax_saturation,
     train_reverse,
     train_two_place,
     two_place_batch,
@@ -69,3 +71,21 @@ def test_trained_cross_attention_reads_the_mirrored_source_position(num_heads, s
     assert on_target.min() >= 0.9, on_target  # ≥ 90 % of every head's weight, every output
     untrained = alignment(ReverseModel(num_heads))
     assert untrained.mean() < 0.3  # before training: spread over the 8 positions
+
+
+@pytest.mark.parametrize("d_k", [4, 16, 64, 256])
+def test_the_variance_of_q_dot_k_is_d_k(d_k):
+    # 20,000 pairs: the relative standard error of the variance is about 1 %; allow 5 %
+    assert abs(dot_product_variance(d_k) / d_k - 1) < 0.05
+
+
+def test_unscaled_scores_saturate_the_softmax_and_starve_its_gradient():
+    scaled = [softmax_saturation(d_k, scaled=True) for d_k in (4, 256)]
+    unscaled = [softmax_saturation(d_k, scaled=False) for d_k in (4, 256)]
+    # scaled: the same spread whatever d_k (16 keys: uniform would be 1/16 and log 16 = 2.77)
+    assert abs(scaled[0].max_weight - scaled[1].max_weight) < 0.03
+    assert abs(scaled[0].entropy - scaled[1].entropy) < 0.1
+    assert abs(scaled[0].grad_norm - scaled[1].grad_norm) < 0.03
+    # unscaled: nearly one-hot at d_k = 256, and a fraction of the gradient
+    assert unscaled[1].max_weight > 0.9 and unscaled[1].entropy < 0.25
+    assert unscaled[1].grad_norm < 0.35 * scaled[1].grad_norm

@@ -409,3 +409,35 @@ def test_share_kv_says_what_it_takes():
         share_kv(FusedMultiHeadAttention(16, 4, num_kv_heads=2), 1)
     with pytest.raises(ValueError, match="share_kv.. takes a FusedMultiHeadAttention; got Per"):
         share_kv(PerHeadMultiHeadAttention(16, 4), 2)
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2])
+def test_w_o_per_head_and_the_qk_ov_circuits_equal_the_module(num_kv_heads):
+    from helpers.attention import attention_scores, split_heads
+    from helpers.layouts import head_circuits, w_o_blocks
+
+    torch.manual_seed(0)
+    B, T, d_model, h = 2, 6, 24, 4
+    d_k = d_model // h
+    fused = FusedMultiHeadAttention(d_model, h, num_kv_heads=num_kv_heads).double()
+    x = torch.randn(B, T, d_model, dtype=torch.float64)
+    with torch.no_grad():
+        out, weights = fused(x)  # (B, T, d_model), (B, h, T, T)
+        heads = weights @ split_heads(expand_kv(fused).w_v(x), h)  # (B, h, T, d_k)
+    blocks = w_o_blocks(fused)  # (h, d_k, d_model)
+    summed = sum(heads[:, i] @ blocks[i] for i in range(h))  # Σ_i head_i · W^O_i
+    torch.testing.assert_close(summed, out, atol=1e-10, rtol=0)
+    w_qk, w_ov = head_circuits(fused)
+    assert w_qk.shape == w_ov.shape == (h, d_model, d_model)
+    with torch.no_grad():
+        q, k = split_heads(fused.w_q(x), h), split_heads(expand_kv(fused).w_k(x), h)
+        scores = attention_scores(q, k)  # (B, h, T, T)
+    for i in range(h):
+        torch.testing.assert_close(x @ w_qk[i] @ x.transpose(1, 2) / d_k**0.5, scores[:, i],
+                                   atol=1e-10, rtol=0)  # fmt: skip
+    written = sum(weights[:, i] @ x @ w_ov[i] for i in range(h))
+    torch.testing.assert_close(written, out, atol=1e-10, rtol=0)
+    ranks = torch.linalg.matrix_rank(torch.cat([w_qk, w_ov]))
+    assert ranks.tolist() == [d_k] * (2 * h)  # each d_model x d_model, of rank d_k
+    for a, b in zip(head_circuits(split(fused)), (w_qk, w_ov)):  # the per-head layout agrees
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
