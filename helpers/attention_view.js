@@ -347,14 +347,28 @@ function drawLines(ctx, area, frame, block, maps, view) {
   block.cols.forEach((word, k) => {
     if (k % stepK === 0) ctx.fillText(fitLabel(ctx, word, labelW - 8), right + 6, yk(k));
   });
-  // legend: one swatch per head drawn
+  // legend: one swatch per head drawn, with its title; when the titles do not all fit, with its
+  // number only; and whatever still does not fit is counted, never dropped silently
   let x = left;
   ctx.textBaseline = "middle";
   ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
-  for (const i of heads) {
-    const label = block.titles[i];
+  const full = heads.reduce((sum, i) => sum + ctx.measureText(block.titles[i]).width + 30, left);
+  const fits = full <= area.width;
+  const labelOf = fits ? (i) => block.titles[i] : (i) => String(i);
+  const reserve = fits ? 0 : 70; // room for "+N more"
+  if (!fits) {
+    ctx.fillStyle = "#1f2328";
+    ctx.fillText("heads", x, legend / 2 + 1);
+    x += ctx.measureText("heads").width + 10;
+  }
+  for (const [n, i] of heads.entries()) {
+    const label = labelOf(i);
     const w = ctx.measureText(label).width;
-    if (x + w + 18 > area.width) break;
+    if (x + w + 18 > area.width - reserve) {
+      ctx.fillStyle = "#1f2328";
+      ctx.fillText(`+${heads.length - n} more`, x, legend / 2 + 1);
+      break;
+    }
     ctx.fillStyle = headColour(block, palette, i);
     ctx.fillRect(x, legend / 2 - 5, 12, 12);
     ctx.fillText(label, x + 16, legend / 2 + 1);

@@ -245,7 +245,9 @@ def _call(fn: Callable, args: dict) -> tuple[object, str | None]:
         )
     except Exception as err:  # noqa: BLE001 - the learner's error, reported, never raised
         hint = ""
-        if "cannot be multiplied" in str(err):
+        if "cannot be multiplied" in str(err) or "Expected size for first two dimensions" in str(
+            err
+        ):
             hint = (
                 " Hint: the two sides of a product do not line up: write down the shape of each on "
                 "that line. The weights are stored as (out_features, in_features), like "
@@ -446,7 +448,9 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., torch.Tensor], list
             "queries_from_context",
             "no_scaling",
             "scaled_by_d_model",
+            "scaled_by_d_k",
             "softmax_over_queries",
+            "no_softmax",
             "weights_transposed",
             "heads_split_without_transpose",
             "heads_merged_without_transpose",

@@ -174,7 +174,7 @@ def kv_groups_svg(num_heads: int, num_kv_heads: int, colours: list[str], width: 
             f'fill="{colours[j % len(colours)]}"/>'
         )
         ink = f' fill="{_ink(colours[j % len(colours)])}"'
-        parts.append(_text(x0 + w / 2, y_kv + box_h / 2, f"K/V {j}", "middle", ink))
+        parts.append(_text(x0 + w / 2, y_kv + box_h / 2, f"KV{j}", "middle", ink))
     for i in range(num_heads):
         j = i // group
         x0, colour = left + i * step + 2, colours[j % len(colours)]

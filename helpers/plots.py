@@ -134,7 +134,7 @@ def heads_mosaic(
     )
     ax = fig.add_subplot()
     image = ax.imshow(canvas.numpy(), cmap=_cmap(), vmin=0.0, vmax=1.0)
-    small = 8 if cell >= 0.19 else 6
+    small = 10 if cell >= 0.3 else 8 if cell >= 0.19 else 6  # as large as the tiles allow
     ax.set_xticks(
         [c * (T_k + gap) + j for c in range(min(cols, h)) for j in range(T_k)],
         keys * min(cols, h),

@@ -660,7 +660,7 @@ class CrossAttentionExplorer(_Panel):
         ]
         lines = [
             f"queries: the {T_q} target words; keys and values: {plural(t_k, 'source word')}",
-            check_attention_rows(weights, f"each row, over the {t_k} keys", echo=False),
+            check_attention_rows(weights, f"each row, over the {plural(t_k, 'key')}", echo=False),
         ]
         block = self.view.add_maps(f"{t_k}/{h}", weights[0], self.target, source, _titles(h))
         side = _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)

@@ -319,3 +319,21 @@ def test_the_cross_attention_exercise_names_the_mix_ups(mistake):
     assert (result.ok, result.mistake) == (False, mistake), result.message
     what, hint = MISTAKES[mistake]
     assert result.message == f"✗ This looks like {what}.\n  Hint: {hint}"
+
+
+def test_keys_and_values_from_two_sequences_get_a_shape_hint():
+    def mixed(x, context, w_q, w_k, w_v, w_o, num_heads):
+        B, T_q, d_model = x.shape
+        d_k = d_model // num_heads
+
+        def heads(t, w):
+            return (t @ w.T).view(B, t.shape[1], num_heads, d_k).transpose(1, 2)
+
+        q, k, v = heads(x, w_q), heads(context, w_k), heads(x, w_v)  # v from the wrong one
+        out = (q @ k.transpose(-2, -1) / d_k**0.5).softmax(-1) @ v
+        return out.transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
+
+    result = check_exercise(mixed, "cross_attention", echo=False)
+    assert result.message.startswith("✗ Your function raised RuntimeError: Expected size")
+    assert "Hint: the two sides of a product do not line up" in result.message
+    assert "(line " in result.message  # the learner's line, not torch's

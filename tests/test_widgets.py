@@ -241,7 +241,9 @@ def test_cross_attention_explorer_draws_t_q_by_t_k_maps_of_the_module():
         assert panel.maps.shape == (h, 4, t_k)
         assert f"<td>weights</td><td>(1, {h}, 4, {t_k})</td>" in panel.table
         assert "<td>out</td><td>(1, 4, 32)</td>" in panel.table  # one row per query, always
-        assert "✗" not in panel.table and f"✓ each row, over the {t_k} keys" in panel.table
+        assert (
+            "✗" not in panel.table and f"✓ each row, over the {plural(t_k, 'key')}" in panel.table
+        )
     assert panel.message == "16 maps of 4 queries × 1 key"
     assert {"t_k=1|h=5", "t_k=2|h=16", "t_k=3|h=1"} <= panel.view.sent  # sent ahead
 
