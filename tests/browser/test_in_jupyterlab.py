@@ -28,9 +28,9 @@ def run(lab, page, notebook):
         presentation_mode(page, False)
         open_and_run_all(page, *lab, notebook)
         _opened[id(page)] = notebook
-    box = view(page)
-    box.evaluate("el => el.scrollIntoView({block: 'start'})")  # all of it: hovers hit any cell
-    return box
+    # the whole panel on screen, controls and maps: a hover or a drag lands anywhere in it
+    panel(page).evaluate("el => el.scrollIntoView({block: 'start'})")
+    return view(page)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
