@@ -29,6 +29,7 @@ from helpers.attention import (
     attention_scores,
     check_num_heads,
     count_parameters,
+    kv_cache_bytes,
     split_heads,
     valid_head_counts,
 )
@@ -720,7 +721,7 @@ class SharedKVExplorer(_Panel):
             _shape_row(cache.k, (1, g, T, d_k), "cached k, v", "B g T d_k"),
             _shape_row(weights, (1, h, T, T), "weights", "B h T T"),
         ]
-        mha_bytes = 2 * h * d_k * T * 4
+        mha_bytes = kv_cache_bytes(T, num_kv_heads=h, d_k=d_k)  # float32, one layer
         lines = [
             f"{h} query heads, {plural(g, 'K/V head')}: {group} query "
             f"{'head' if group == 1 else 'heads'} per K/V head",
