@@ -69,6 +69,7 @@ class AttentionView(anywidget.AnyWidget):
     d_k = traitlets.Int(0).tag(sync=True)
     t_k = traitlets.Int(0).tag(sync=True)  # the number of keys (context tokens)
     kv = traitlets.Int(0).tag(sync=True)  # which K/V-head choice (an index into its buttons)
+    choice = traitlets.Int(0).tag(sync=True)  # any other selection: an index into its options
     layer = traitlets.Int(0).tag(sync=True)
     head = traitlets.Int(-1).tag(sync=True)
     query = traitlets.Int(-1).tag(sync=True)

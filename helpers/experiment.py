@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -193,10 +194,25 @@ def _unit_normal(shape: tuple[int, ...], seed: int) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
 
 
+@lru_cache(maxsize=8)
+def _pool(shape: tuple[int, ...], width: int, seed: int) -> torch.Tensor:
+    """Unit-normal draws (*shape, width), kept: drawing them is most of the cost, and every d_k up
+    to `width` reads its first d_k features, so a d_k slider's settings share one draw."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn((*shape, width), generator=generator, dtype=torch.float32)
+
+
+def _features(shape: tuple[int, ...], d_k: int, seed: int) -> torch.Tensor:
+    """(*shape, d_k) independent unit-normal entries (drawn in float32, returned in float64),
+    the first d_k features of a pool at least 256 wide."""
+    width = max(256, 1 << (d_k - 1).bit_length())
+    return _pool(shape, width, seed)[..., :d_k].to(torch.float64)
+
+
 def dot_product_variance(d_k: int, n: int = 20_000, seed: int = 0) -> float:
     """The variance of q·k over n pairs of vectors with independent unit-variance entries: d_k in
     theory (a sum of d_k products, each of variance 1). Measured, in float64."""
-    q, k = _unit_normal((n, d_k), seed), _unit_normal((n, d_k), seed + 1)
+    q, k = _features((n,), d_k, seed), _features((n,), d_k, seed + 1)
     return float((q * k).sum(-1).var())
 
 
@@ -216,7 +232,7 @@ def softmax_saturation(
 ) -> Saturation:
     """Rows softmax(q·k_j / √d_k) (or without the division) for n queries over T keys, entries of
     unit variance, measured: how peaked they are and how much gradient gets through."""
-    q, k = _unit_normal((n, 1, d_k), seed), _unit_normal((n, T, d_k), seed + 1)
+    q, k = _features((n, 1), d_k, seed), _features((n, T), d_k, seed + 1)
     scores = (q @ k.transpose(-2, -1)).squeeze(1)  # (n, T)
     if scaled:
         scores = scores / math.sqrt(d_k)

@@ -12,7 +12,7 @@ import html
 import matplotlib
 import torch
 
-__all__ = ["query_breakdown_svg", "parameter_counts_svg", "kv_groups_svg"]
+__all__ = ["query_breakdown_svg", "parameter_counts_svg", "kv_groups_svg", "rank_bars_svg"]
 
 FONT = 14
 ROW = 22  # px per token row
@@ -190,6 +190,43 @@ def kv_groups_svg(num_heads: int, num_kv_heads: int, colours: list[str], width: 
         ink = f' fill="{_ink(colour)}"'
         parts.append(_text(x0 + step / 2 - 2, y_q + box_h / 2, f"Q{i}", "middle", ink))
     height = y_kv + box_h + 6
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}">{"".join(parts)}</svg>'
+    )
+
+
+def rank_bars_svg(ranks: list[int], d_model: int, colours: list[str], width: int = 440) -> str:
+    """Two bars on one scale of d_model: the h heads' ranks side by side (head i in colours[i],
+    its rank written inside when it fits), and one head as wide as the model (rank d_model)."""
+    left, right, bar, gap = 108, 8, 26, 14
+    unit = (width - left - right) / d_model  # px per unit of rank
+    y_heads, y_one = 8, 8 + bar + gap
+    parts = [
+        _text(left - 8, y_heads + bar / 2, f"{len(ranks)} heads", "end"),
+        _text(left - 8, y_one + bar / 2, "one head", "end"),
+    ]
+    x = left
+    for i, r in enumerate(ranks):
+        colour = colours[i % len(colours)]
+        w = r * unit
+        parts.append(
+            f'<rect x="{x:.1f}" y="{y_heads}" width="{max(w - 1, 0.5):.1f}" height="{bar}" '
+            f'fill="{colour}"/>'
+        )
+        if w >= 9 * len(str(r)) + 4:  # the number fits inside its segment
+            ink = f' fill="{_ink(colour)}"'
+            parts.append(_text(x + w / 2, y_heads + bar / 2, str(r), "middle", ink))
+        x += w
+    parts.append(
+        f'<rect x="{left}" y="{y_one}" width="{d_model * unit:.1f}" height="{bar}" fill="#8c8c8c"/>'
+    )
+    parts.append(_text(left + d_model * unit / 2, y_one + bar / 2, str(d_model), "middle",
+                       ' fill="#ffffff"'))  # fmt: skip
+    y_axis = y_one + bar + 16
+    parts.append(_text(left, y_axis, "0"))
+    parts.append(_text(width - right, y_axis, f"rank {d_model} = d_model", "end"))
+    height = y_axis + 12
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}">{"".join(parts)}</svg>'

@@ -31,6 +31,9 @@ __all__ = [
     "masks_and_maps",
     "timings",
     "parameter_counts",
+    "saturation",
+    "head_cut",
+    "head_reach",
 ]
 
 ATTENTION_CMAP = "viridis"
@@ -172,14 +175,19 @@ def _tile(w: torch.Tensor, cols: int, gap: int) -> torch.Tensor:
     return canvas
 
 
-def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q") -> Figure:
+def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "columns") -> Figure:
     """A d_model x d_model projection in the paper's layout (x @ W: rows = input features,
-    columns = output features), each head's d_k columns tinted in its own colour."""
+    columns = output features), each head's block tinted in its own colour: d_k columns for
+    W^Q, W^K, W^V (cut="columns": head i's output), d_k rows for W^O (cut="rows": the features
+    of the concatenation that head i wrote)."""
+    if cut not in ("columns", "rows"):
+        raise ValueError(f'block_matrix cuts "columns" or "rows"; got cut={cut!r}.')
     w = _matrix(weight, 2, "block_matrix takes one (d_model, d_model) matrix")
     d_in, d_out = w.shape
-    d_k = d_out // h
+    by_rows = cut == "rows"
+    d_k = (d_in if by_rows else d_out) // h
     fig = Figure(figsize=(7.2, 6.2))  # fixed margins: constrained layout is slow on a slider
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.09, top=0.86)
+    fig.subplots_adjust(left=0.16 if by_rows else 0.1, right=0.97, bottom=0.09, top=0.86)
     ax = fig.add_subplot()
     limit = float(w.abs().max()) or 1.0
     ax.imshow(w.numpy(), cmap="gray", vmin=-limit, vmax=limit, interpolation="nearest")
@@ -187,20 +195,32 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q") -> Figure:
     symbol = name.split("^")[0]
     for i in range(h):
         colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
-        left = i * d_k - 0.5
-        ax.add_patch(Rectangle((left, -0.5), d_k, d_in, facecolor=colour, alpha=0.4, lw=0))
-        ax.axvline(left, color="black", lw=1.5)
+        start = i * d_k - 0.5
         # plain-text labels (W₀, W₁, ...): mathtext would cost ~4 ms each on every redraw
         label = f"{symbol}{str(i).translate(subscript)}"
-        ax.text(left + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT, color=colour)
-    ax.axvline(d_out - 0.5, color="black", lw=1.5)
-    ax.set_xlabel(f"output feature (d_model = {d_out} = h × d_k = {h} × {d_k})", fontsize=FONT)
-    ax.set_ylabel(f"input feature (d_model = {d_in})", fontsize=FONT)
-    ax.set_title(
-        f"{name} as x·W ({d_in} × {d_out}): {h} blocks of {d_k} columns, one per head",
-        fontsize=FONT + 1,
-        pad=26,
-    )
+        if by_rows:
+            ax.add_patch(Rectangle((-0.5, start), d_out, d_k, facecolor=colour, alpha=0.4, lw=0))
+            ax.axhline(start, color="black", lw=1.5)
+            ax.text(-1.0, start + d_k / 2, f"head {i}", ha="right", va="center", fontsize=FONT,
+                    color=colour)  # fmt: skip
+        else:
+            ax.add_patch(Rectangle((start, -0.5), d_k, d_in, facecolor=colour, alpha=0.4, lw=0))
+            ax.axvline(start, color="black", lw=1.5)
+            ax.text(start + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT,
+                    color=colour)  # fmt: skip
+    if by_rows:
+        ax.axhline(d_in - 0.5, color="black", lw=1.5)
+        ax.set_yticks([])
+        ax.set_xlabel(f"output feature (d_model = {d_out})", fontsize=FONT)
+        ax.set_ylabel(f"concat feature (h × d_k = {h} × {d_k})", fontsize=FONT, labelpad=58)
+        what = f"{h} blocks of {d_k} rows: block i meets head i's output"
+    else:
+        ax.axvline(d_out - 0.5, color="black", lw=1.5)
+        ax.set_xlabel(f"output feature (d_model = {d_out} = h × d_k = {h} × {d_k})", fontsize=FONT)
+        ax.set_ylabel(f"input feature (d_model = {d_in})", fontsize=FONT)
+        what = f"{h} blocks of {d_k} columns, one per head"
+    ax.set_title(f"{name} as x·W ({d_in} × {d_out}): {what}", fontsize=FONT + 1,
+                 pad=12 if by_rows else 26)  # fmt: skip
     return fig
 
 
@@ -358,4 +378,116 @@ def timings(
     ax.set_title(title, fontsize=FONT + 1)
     ax.legend(fontsize=FONT - 1)
     ax.grid(alpha=0.3)
+    return fig
+
+
+def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: int) -> Figure:
+    """Three panels against d_k (log axis), one line per label in `series`: the mean largest
+    weight of a softmax row over T keys, its entropy (nats) and the norm of the gradient it
+    passes back. `series` is {label: {"max_weight": [...], "entropy": [...], "grad_norm": [...]}},
+    one value per d_k. Dotted lines mark a uniform row (1/T, log T) and a one-hot one (1, 0)."""
+    panels = [
+        ("max_weight", "largest weight in a row", [(1 / T, f"uniform: 1/{T}"), (1.0, "one-hot")]),
+        ("entropy", "row entropy (nats)", [(math.log(T), f"uniform: ln {T}"), (0, "one-hot")]),
+        ("grad_norm", "gradient norm into the scores", [(0, "one-hot")]),
+    ]  # fmt: skip
+    fig = Figure(figsize=(11, 3.7), layout="constrained")
+    axes = fig.subplots(1, 3)
+    for ax, (field, label, marks) in zip(axes, panels):
+        for (name, values), colour in zip(series.items(), HEAD_COLOURS):
+            ax.plot(d_ks, values[field], "o-", color=colour, lw=2, ms=6, label=name)
+        for y, text in marks:
+            ax.axhline(y, color="#555", lw=1, ls=":")
+            ax.text(d_ks[0], y, f" {text}", va="bottom", fontsize=FONT - 2, color="#555")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(d_ks, [str(d) for d in d_ks], fontsize=FONT - 2)
+        ax.set_xlabel("d_k", fontsize=FONT)
+        ax.set_title(label, fontsize=FONT)
+        ax.grid(alpha=0.3)
+    top = max(max(v["entropy"]) for v in series.values())
+    axes[0].set_ylim(0, 1.12)
+    axes[1].set_ylim(-0.1, max(top, math.log(T)) * 1.15)
+    axes[2].set_ylim(0, max(max(v["grad_norm"]) for v in series.values()) * 1.3)
+    axes[0].legend(fontsize=FONT - 1, loc="center right")
+    fig.suptitle(f"softmax rows over {T} keys, q and k entries of variance 1", fontsize=FONT + 1)
+    return fig
+
+
+def _token_colours(T: int) -> list[str]:
+    """Pale, distinct fills for T tokens (not head colours: here colour means *which token*)."""
+    table = matplotlib.colormaps["Pastel1"].colors + matplotlib.colormaps["Pastel2"].colors
+    return [matplotlib.colors.to_hex(table[t % len(table)]) for t in range(T)]
+
+
+def _token_grid(ax, grid: torch.Tensor, x0: float, y0: float, colours: list[str]) -> None:
+    """Cells of `grid` (rows, cols) of token indices, each filled with its token's colour and
+    numbered, with the top-left corner at (x0, y0) in data units."""
+    rows, cols = grid.shape
+    for r in range(rows):
+        for c in range(cols):
+            t = int(grid[r, c])
+            ax.add_patch(Rectangle((x0 + c, y0 + r), 1, 1, facecolor=colours[t],
+                                   edgecolor="white", lw=1))  # fmt: skip
+            ax.text(x0 + c + 0.5, y0 + r + 0.5, str(t), ha="center", va="center", fontsize=9)
+
+
+def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[str]) -> Figure:
+    """Where each number of q goes when it is cut into heads. `source` (T, d_model) holds, in each
+    cell, the token it came from; each of `cuts` (h, T, d_k) holds the same token numbers after a
+    way of cutting, drawn side by side below it. Cells are filled and numbered by token, and
+    each row is labelled with the token the code believes it holds."""
+    src = _matrix(source, 2, "head_cut takes source (T, d_model) token numbers")
+    grids = {name: _matrix(g, 3, "head_cut takes cuts of (h, T, d_k)") for name, g in cuts.items()}
+    T, d_model = src.shape
+    h, _, d_k = next(iter(grids.values())).shape
+    colours = _token_colours(T)
+    gap, label, band = 1, 4.5, T + 3.4  # cells between heads, for row labels, per band of rows
+    width = max(h * d_k + (h - 1) * gap, d_model)
+    total_w, total_h = len(grids) * (label + width) + 0.5, 2 * band
+    cell = min(0.32, 12.5 / total_w)  # inches per cell: the figure fits a projector's width
+    fig = Figure(figsize=(cell * total_w, cell * total_h))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, total_w)
+    ax.set_ylim(total_h, 0)
+    ax.set_axis_off()
+    panels = [("q = x · W^Q: row t holds token t's d_model features", src[None], 0, 0)]
+    panels += [(name, g, i * (label + width), band) for i, (name, g) in enumerate(grids.items())]
+    for title, grid, left, top in panels:
+        x_start, y0 = left + label, top + 2.6
+        ax.text(x_start, top + 0.8, title, fontsize=FONT, va="center")
+        per_head = grid is not panels[0][1]
+        for i in range(h if per_head else 1):
+            x0 = x_start + i * (d_k + gap)
+            _token_grid(ax, grid[i], x0, y0, colours)
+            if per_head:
+                colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
+                ax.text(x0 + d_k / 2, y0 - 0.2, f"head {i}", ha="center", fontsize=FONT - 1,
+                        color=colour, va="bottom")  # fmt: skip
+        for t in range(T):  # the row labels the code believes: "token t"
+            name = f"{t}: {words[t]}" if t < len(words) else str(t)
+            ax.text(x_start - 0.3, y0 + t + 0.5, name, ha="right", va="center", fontsize=FONT - 1)
+    return fig
+
+
+def head_reach(changes: dict[str, torch.Tensor], d_k: int) -> Figure:
+    """Which output features each head can change: one panel per label, each (h, d_model) of
+    how much output feature j moves when head i's output is set to zero (0 = not at all)."""
+    grids = {
+        name: _matrix(c, 2, "head_reach takes (h, d_model) changes") for name, c in changes.items()
+    }  # noqa: E501
+    h, d_model = next(iter(grids.values())).shape
+    fig = Figure(figsize=(11, 1.3 + 0.32 * h * len(grids)), layout="constrained")
+    axes = fig.subplots(len(grids), 1, squeeze=False)[:, 0]
+    for ax, (name, grid) in zip(axes, grids.items()):
+        image = ax.imshow(grid.numpy(), cmap="Greys", vmin=0, aspect="auto",
+                          interpolation="nearest")  # fmt: skip
+        for i in range(1, d_model // d_k):
+            ax.axvline(i * d_k - 0.5, color=HEAD_COLOURS[0], lw=1, ls=":")
+        ax.set_yticks(range(h), [f"head {i}" for i in range(h)], fontsize=FONT - 1)
+        for i, tick in enumerate(ax.get_yticklabels()):
+            tick.set_color(HEAD_COLOURS[i % len(HEAD_COLOURS)])
+        ax.set_title(name, fontsize=FONT)
+        ax.set_xlabel(f"output feature (d_model = {d_model}); dotted: every d_k = {d_k}",
+                      fontsize=FONT - 1)  # fmt: skip
+        fig.colorbar(image, ax=ax, label="|change|", shrink=0.9)
     return fig

@@ -15,6 +15,7 @@ Tests drive a panel by setting `.value` on its controls and reading `.table`, `.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 from functools import lru_cache
@@ -36,9 +37,15 @@ from helpers.attention import (
 from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close, check_shape
 from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
-from helpers.layouts import expand_kv, share_kv
+from helpers.experiment import dot_product_variance, softmax_saturation
+from helpers.layouts import expand_kv, head_circuits, share_kv
 from helpers.palette import HEAD_COLOURS
-from helpers.panel_svg import kv_groups_svg, parameter_counts_svg, query_breakdown_svg
+from helpers.panel_svg import (
+    kv_groups_svg,
+    parameter_counts_svg,
+    query_breakdown_svg,
+    rank_bars_svg,
+)
 
 __all__ = [
     "QueryExplorer",
@@ -49,6 +56,8 @@ __all__ = [
     "RealHeadsExplorer",
     "CrossAttentionExplorer",
     "SharedKVExplorer",
+    "ScalingExplorer",
+    "CircuitsExplorer",
     "TARGET",
     "plural",
 ]
@@ -135,6 +144,9 @@ def _every_h_near_this_d_model(panel, setting: dict[str, int], radius: int):
             yield {"d_model": d_model, "h": h}
 
 
+_SELECTIONS = (widgets.ToggleButtons, widgets.SelectionSlider)  # labels shown, index synced
+
+
 class _Panel(widgets.VBox):
     """Controls on top, an AttentionView below; `_frame(**setting)` computes one setting and
     `_reachable(setting, radius)` lists the settings to have ready (the current one first)."""
@@ -150,15 +162,16 @@ class _Panel(widgets.VBox):
     ):
         self.controls, self.view = controls, view
         for name, control in controls.items():
+            selection = isinstance(control, _SELECTIONS)
             values = [v for _, v in getattr(control, "options", ())]
-            if isinstance(control, widgets.ToggleButtons) and values != list(range(len(values))):
+            if selection and values != list(range(len(values))):
                 raise ValueError(
-                    f"the {name} buttons need the values 0 .. n-1 (the browser keys frames by "
+                    f"the {name} options need the values 0 .. n-1 (the browser keys frames by "
                     f"their index); got {values}"
                 )
             setattr(view, name, control.value)
             # moves switch frames in the browser (a selection widget syncs its index, not value)
-            synced = "index" if isinstance(control, widgets.ToggleButtons) else "value"
+            synced = "index" if selection else "value"
             widgets.jslink((control, synced), (view, name))
             control.observe(self._moved, names="value")  # ... and the kernel prefetches around
         super().__init__([*(rows or [widgets.HBox(list(controls.values()))]), view])
@@ -741,3 +754,131 @@ class SharedKVExplorer(_Panel):
         side = groups + _table(rows, f"h = {h}, g = {g}, d_model = {d_model}, d_k = {d_k}")
         note = f"{h} query heads share {plural(g, 'K/V head')}: one colour per K/V head"
         return Frame(block, side + _lines(lines), note)
+
+
+D_KS = (4, 8, 16, 32, 64, 128, 256)  # the √d_k panel's choices
+
+
+class ScalingExplorer(_Panel):
+    """Notebook 11: a d_k slider over 4 .. 256. The same queries and keys (entries of variance 1,
+    their first d_k features) give two sets of softmax rows side by side: scores divided by √d_k,
+    and not. The table measures, over many rows, what the slider does to each."""
+
+    WHAT = "the √d_k panel"
+
+    def __init__(self, d_k: int = 64, T_q: int = 6, T_k: int = 16, seed: int = 0):
+        if d_k not in D_KS:
+            raise ValueError(f"d_k must be one of {D_KS}; got {d_k}.")
+        gen = torch.Generator().manual_seed(seed)
+        self.q = torch.randn(T_q, D_KS[-1], generator=gen, dtype=torch.float64)  # (T_q, 256)
+        self.k = torch.randn(T_k, D_KS[-1], generator=gen, dtype=torch.float64)  # (T_k, 256)
+        self.query_labels = [f"q{i}" for i in range(T_q)]
+        self.key_labels = [f"k{j}" for j in range(T_k)]
+        self.d_k_slider = widgets.SelectionSlider(
+            options=[(str(d), i) for i, d in enumerate(D_KS)], value=D_KS.index(d_k),
+            description="d_k", continuous_update=True, style={"description_width": "80px"},
+            layout=widgets.Layout(width="420px"),
+        )  # fmt: skip
+        view = AttentionView(key_by=["choice"], height=300)
+        super().__init__({"choice": self.d_k_slider}, view)
+
+    def _reachable(self, setting, radius):
+        return ({"choice": i} for i in range(len(D_KS)))  # a handful: all of them
+
+    def _frame(self, choice: int) -> Frame:
+        d_k, T_k = D_KS[choice], len(self.key_labels)
+        scores = self.q[:, :d_k] @ self.k[:, :d_k].T  # (T_q, T_k): the first d_k features
+        weights = torch.stack([(scores / math.sqrt(d_k)).softmax(-1), scores.softmax(-1)])
+        titles = ["scores ÷ √d_k", "no scaling"]
+        block = self.view.add_maps(
+            f"d_k={d_k}", weights, self.query_labels, self.key_labels, titles
+        )
+        variance = dot_product_variance(d_k)  # over 20,000 pairs
+        stats = [softmax_saturation(d_k, scaled=s, T=T_k) for s in (True, False)]
+        rows = [
+            ("over many rows", "÷ √d_k", "no scaling"),
+            ("variance of the scores", f"{variance / d_k:.2f}", f"{variance:.1f}"),
+            ("largest weight", *(f"{s.max_weight:.2f}" for s in stats)),
+            ("entropy (nats)", *(f"{s.entropy:.2f}" for s in stats)),
+            ("gradient norm", *(f"{s.grad_norm:.3f}" for s in stats)),
+        ]
+        off = abs(variance / d_k - 1)
+        mark = "✓" if off < 0.05 else "✗"
+        lines = [
+            f"{mark} var(q·k) = {variance:.1f}: d_k = {d_k} within {100 * off:.1f} %",
+            f"a row over {T_k} keys: uniform has largest weight 1/{T_k} = {1 / T_k:.3f}, "
+            f"entropy ln {T_k} = {math.log(T_k):.2f}",
+            check_attention_rows(weights, "each row, both ways", echo=False),
+        ]
+        caption = f"d_k = {d_k}, {T_k} keys, q and k entries of variance 1"
+        side = _table(rows, caption) + _lines(lines)
+        peak = weights.amax(-1).mean(-1)  # the rows shown: their mean largest weight
+        note = f"d_k = {d_k}: largest weight {peak[0]:.2f} scaled, {peak[1]:.2f} unscaled"
+        return Frame(block, side, note)
+
+
+@lru_cache(maxsize=32)
+def _one_wide_head_rank(d_model: int, seed: int) -> int:
+    """The rank of W_QK for one head as wide as the model (h = 1, d_k = d_model)."""
+    w_qk, _ = head_circuits(seeded_attention(d_model, 1, seed))
+    return int(torch.linalg.matrix_rank(w_qk[0]))
+
+
+class CircuitsExplorer(_Panel):
+    """Notebook 12: each head as two d_model x d_model matrices, W_QK = W_i^Q W_i^Kᵀ (where it
+    looks) and W_OV = W_i^V W^O_i (what it writes). Sliders for h and d_model redraw the h maps
+    rebuilt from W_QK alone, each matrix's rank (d_k) and the total over the heads (d_model)."""
+
+    WHAT = "the W_QK and W_OV panel"
+
+    def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 32, seed: int = 0):
+        self.words, self.seed = tokens(sentence), seed
+        self.h_slider = _h_slider(h)
+        self.d_model_slider = _d_model_slider(d_model, high=128)
+        view = AttentionView(key_by=["d_model", "h"], height=380)
+        super().__init__({"h": self.h_slider, "d_model": self.d_model_slider}, view)
+
+    _reachable = _every_h_near_this_d_model
+
+    def _frame(self, d_model: int, h: int) -> Frame:
+        d_k = _heads_or_why(d_model, h)
+        T = len(self.words)
+        x = embed(self.words, d_model, seed=self.seed)  # (B, T, d_model)
+        mha = seeded_attention(d_model, h, self.seed)
+        w_qk, w_ov = head_circuits(mha)  # (h, d_model, d_model) each
+        with torch.no_grad():
+            out, weights = mha(x)  # (B, T, d_model), (B, h, T, T)
+            scores = x[0] @ w_qk @ x[0].T / math.sqrt(d_k)  # (h, T, T): x_a W_QK x_bᵀ / √d_k
+            rebuilt = scores.softmax(-1)  # (h, T, T)
+            writes = rebuilt @ x[0] @ w_ov  # (h, T, d_model): what each head writes
+        ranks_qk = torch.linalg.matrix_rank(w_qk).tolist()  # (h,)
+        ranks_ov = torch.linalg.matrix_rank(w_ov).tolist()
+        one = _one_wide_head_rank(d_model, self.seed)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(w_qk[0], (d_model, d_model), "W_QK^i", "d_model d_model"),
+            _shape_row(w_ov[0], (d_model, d_model), "W_OV^i", "d_model d_model"),
+            _shape_row(scores, (h, T, T), "scores", "h T T"),
+            _shape_row(writes, (h, T, d_model), "written", "h T d_model"),
+        ]
+        lines = [
+            f"rank of each W_QK^i: {_same_or_list(ranks_qk)}; of each W_OV^i: "
+            f"{_same_or_list(ranks_ov)} (d_k = {d_k})",
+            f"total over the {plural(h, 'head')}: {sum(ranks_qk)} (h · d_k = {h * d_k}); "
+            f"one head of width {d_model}: {one}",
+            f"each holds {d_model**2:,} numbers made from 2·d_model·d_k = "
+            f"{2 * d_model * d_k:,} weights",
+            check_close(rebuilt, weights[0], "maps from softmax(x·W_QK·xᵀ/√d_k) = module's",
+                        echo=False),
+            check_close(writes.sum(0), out[0], "out = Σ_i weights_i · x · W_OV^i", echo=False),
+        ]  # fmt: skip
+        bars = rank_bars_svg(ranks_qk, d_model, list(HEAD_COLOURS))
+        block = self.view.add_maps(f"{d_model}/{h}", rebuilt, self.words, self.words, _titles(h))
+        side = bars + _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
+        note = f"{plural(h, 'head')}, each W_QK^i of rank {_same_or_list(ranks_qk)}"
+        return Frame(block, side, note)
+
+
+def _same_or_list(values: list[int]) -> str:
+    """'8' if every value is 8, else '8 8 7 8'."""
+    return str(values[0]) if len(set(values)) == 1 else " ".join(map(str, values))
