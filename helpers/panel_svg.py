@@ -201,8 +201,9 @@ def rank_bars_svg(ranks: list[int], d_model: int, colours: list[str], width: int
     its rank written inside when it fits), and one head as wide as the model (rank d_model)."""
     left, right, bar, gap = 108, 8, 26, 14
     unit = (width - left - right) / d_model  # px per unit of rank
-    y_heads, y_one = 8, 8 + bar + gap
+    y_heads, y_one = 30, 30 + bar + gap
     parts = [
+        _text(left, 11, "rank of each head's W_QK (bar width)"),
         _text(left - 8, y_heads + bar / 2, f"{len(ranks)} heads", "end"),
         _text(left - 8, y_one + bar / 2, "one head", "end"),
     ]

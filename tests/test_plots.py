@@ -1,6 +1,7 @@
 """helpers.plots: fixed 0..1 colour scale and words on the axes; the panels' colour table."""
 
 import matplotlib
+import pytest
 import torch
 
 from helpers import plots
@@ -100,3 +101,45 @@ def test_heads_mosaic_draws_rectangular_maps_with_query_and_key_words():
 def test_timings_name_any_x_axis():
     fig = plots.timings([32, 64], {"cache": [1.0, 1.0]}, "t", xlabel="tokens so far T")
     assert fig.axes[0].get_xlabel() == "tokens so far T"
+
+
+def test_block_matrix_cuts_w_o_by_rows():
+    fig = plots.block_matrix(torch.randn(32, 32), h=4, name="W^O", cut="rows")
+    ax = fig.axes[0]
+    assert len(ax.patches) == 4
+    boundaries = sorted({line.get_ydata()[0] for line in ax.lines})
+    assert boundaries == [8 * i - 0.5 for i in range(5)]  # horizontal: 4 blocks of d_k rows
+    assert [t.get_text() for t in ax.texts] == [f"head {i}" for i in range(4)]
+    with pytest.raises(ValueError, match='block_matrix cuts "columns" or "rows"; got'):
+        plots.block_matrix(torch.randn(8, 8), h=2, cut="diagonal")
+
+
+def test_saturation_draws_each_measure_against_d_k_scaled_and_not():
+    d_ks = [4, 16, 64]
+    values = {"max_weight": [0.2, 0.3, 0.4], "entropy": [2.0, 1.0, 0.5], "grad_norm": [0.3] * 3}
+    fig = plots.saturation(d_ks, {"scaled": values, "unscaled": values}, T=16)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "largest weight in a row", "row entropy (nats)", "gradient norm into the scores"
+    ]  # fmt: skip
+    for ax in fig.axes:
+        assert len([line for line in ax.lines if line.get_marker() == "o"]) == 2
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["4", "16", "64"]
+
+
+def test_head_cut_draws_every_number_once_per_picture_coloured_by_its_token():
+    T, d_model, h = 7, 16, 4
+    source = torch.arange(T).float()[:, None].expand(T, d_model)
+    cut = source.reshape(h, T, d_model // h)
+    fig = plots.head_cut(source, {"a": cut, "b": cut}, WORDS)
+    ax = fig.axes[0]
+    assert len(ax.patches) == 3 * T * d_model  # q, then each cut: every number once
+    fills = {p.get_facecolor() for p in ax.patches}
+    assert len(fills) == T  # one colour per token
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("head 0") == 2 and "6: mat" in texts
+
+
+def test_head_reach_one_panel_per_way_heads_by_features():
+    fig = plots.head_reach({"with": torch.rand(4, 32), "without": torch.rand(4, 32)}, d_k=8)
+    images = [ax.get_images()[0] for ax in fig.axes if ax.get_images() and ax.get_title()]
+    assert [im.get_array().shape for im in images] == [(4, 32), (4, 32)]

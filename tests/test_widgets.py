@@ -6,12 +6,15 @@ import torch
 
 from helpers.examples import embed, seeded_attention, tokens
 from helpers.widgets import (
+    D_KS,
     BlockMatrixExplorer,
+    CircuitsExplorer,
     CrossAttentionExplorer,
     HeadsExplorer,
     OneVsManyExplorer,
     ParameterExplorer,
     QueryExplorer,
+    ScalingExplorer,
     SharedKVExplorer,
     plural,
 )
@@ -153,6 +156,8 @@ def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
         (BlockMatrixExplorer, "the block-matrix panel"),
         (CrossAttentionExplorer, "the cross-attention panel"),
         (SharedKVExplorer, "the shared K/V panel"),
+        (ScalingExplorer, "the √d_k panel"),
+        (CircuitsExplorer, "the W_QK and W_OV panel"),
     ],
 )
 def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
@@ -285,3 +290,70 @@ def test_shared_kv_explorer_goes_from_mha_to_mqa_with_measured_cache_and_checks(
         assert panel.table.count("<rect") == 8 + g  # the grouping: 8 query boxes, g K/V boxes
     assert "(1/8 of MHA's 3,584)" in panel.table
     assert panel.message == "8 query heads share 1 K/V head: one colour per K/V head"
+
+
+def test_scaling_explorer_shows_the_same_rows_scaled_and_unscaled_for_every_d_k():
+    panel = ScalingExplorer(d_k=64)
+    assert [label for label, _ in panel.d_k_slider.options] == [str(d) for d in D_KS]
+    assert {f"choice={i}" for i in range(len(D_KS))} <= panel.view.sent  # all sent ahead
+    peaks = []
+    for index, d_k in enumerate(D_KS):
+        panel.d_k_slider.value = index
+        scores = panel.q[:, :d_k] @ panel.k[:, :d_k].T  # (6, 16): the first d_k features
+        expected = torch.stack([(scores / d_k**0.5).softmax(-1), scores.softmax(-1)]).float()
+        assert panel.maps.shape == (2, 6, 16)
+        torch.testing.assert_close(panel.maps, expected, atol=1e-6, rtol=0)
+        assert "✗" not in panel.table and "within 1e-10" in panel.table
+        assert f"d_k = {d_k} within" in panel.table  # var(q·k) = d_k, measured
+        peaks.append(panel.maps.amax(-1).mean(-1))  # (2,): scaled, unscaled
+        assert panel.message == (
+            f"d_k = {d_k}: largest weight {peaks[-1][0]:.2f} scaled, {peaks[-1][1]:.2f} unscaled"
+        )
+    assert peaks[-1][1] > 0.85 > 0.4 > peaks[-1][0]  # unscaled rows near one-hot at 256
+    assert abs(peaks[0][0] - peaks[-1][0]) < 0.1  # scaled rows alike at 4 and at 256
+    assert "<td>entropy (nats)</td>" in panel.table
+
+
+def test_scaling_explorer_takes_only_the_widths_it_offers():
+    with pytest.raises(ValueError, match=r"d_k must be one of \(4, 8, 16, 32, 64, 128, 256\)"):
+        ScalingExplorer(d_k=48)
+
+
+def test_a_selection_control_needs_index_values():
+    import ipywidgets as widgets
+
+    from helpers.attention_view import AttentionView
+    from helpers.widgets import _Panel
+
+    slider = widgets.SelectionSlider(options=[("4", 4), ("8", 8)], value=4)
+    with pytest.raises(ValueError, match=r"the choice options need the values 0 .. n-1"):
+        _Panel({"choice": slider}, AttentionView(key_by=["choice"]))
+
+
+def test_circuits_explorer_rebuilds_the_maps_from_w_qk_and_counts_ranks():
+    from helpers.layouts import head_circuits
+
+    panel = CircuitsExplorer(h=4, d_model=32)
+    x = embed(tokens(), 32)
+    for h, d_model in [(4, 32), (8, 32), (16, 32), (1, 32), (4, 64)]:
+        panel.h_slider.value, panel.d_model_slider.value = h, d_model
+        d_k = d_model // h
+        mha = seeded_attention(d_model, h)
+        with torch.no_grad():
+            _, weights = mha(embed(tokens(), d_model))
+        torch.testing.assert_close(panel.maps, weights[0], atol=1e-5, rtol=0)
+        w_qk, _ = head_circuits(mha)
+        assert torch.linalg.matrix_rank(w_qk).tolist() == [d_k] * h
+        assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in panel.table
+        assert (
+            f"total over the {plural(h, 'head')}: {d_model} (h · d_k = {d_model}); "
+            f"one head of width {d_model}: {d_model}" in panel.table
+        )
+        assert "✓ maps from softmax(x·W_QK·xᵀ/√d_k) = module's" in panel.table
+        assert "✓ out = Σ_i weights_i · x · W_OV^i" in panel.table and "✗" not in panel.table
+        assert panel.table.count("<rect") == h + 1  # one bar per head, one for the wide head
+        assert panel.message == f"{plural(h, 'head')}, each W_QK^i of rank {d_k}"
+    assert x.shape == (1, 7, 32)
+    panel.h_slider.value = 5
+    assert panel.message.startswith("d_model = 64 is not divisible by h = 5")
+    assert panel.current.block is None

@@ -122,6 +122,36 @@ def first_visits_in_browser() -> dict:
             _settle(page)
         results["01 query"] = _take(page)
 
+        open_and_run_all(page, base, token, "09_cross_attention.ipynb")
+        h_slider = panel(page).locator(".widget-slider").first
+        page.evaluate(RECORDER)
+        _presses(page, h_slider, "ArrowRight", 12)  # h 4 -> 16 (5 and 7 ... say why)
+        results["09 h"] = _take(page)
+
+        open_and_run_all(page, base, token, "10_shared_kv_and_cache.ipynb")
+        page.evaluate(RECORDER)
+        buttons = panel(page).locator(".widget-toggle-button")
+        for i in (1, 2, 3):  # 8 K/V heads is shown at start
+            buttons.nth(i).click()
+            _settle(page)
+        results["10 K/V buttons"] = _take(page)
+
+        open_and_run_all(page, base, token, "11_scaling_and_dropout.ipynb")
+        slider = panel(page).locator(".widget-slider").first
+        page.evaluate(RECORDER)
+        _presses(page, slider, "ArrowLeft", 4)  # d_k 64 -> 4
+        _presses(page, slider, "End", 1)  # 256
+        _presses(page, slider, "ArrowLeft", 1)  # 128: every d_k once
+        results["11 d_k"] = _take(page)
+
+        open_and_run_all(page, base, token, "12_heads_inside_the_matrices.ipynb")
+        sliders = panel(page).locator(".widget-slider")
+        page.evaluate(RECORDER)
+        _presses(page, sliders.nth(0), "ArrowRight", 12)  # h 4 -> 16 at d_model 32
+        results["12 h"] = _take(page)
+        _presses(page, sliders.nth(1), "ArrowRight", 12)  # d_model 32 -> 128
+        results["12 d_model"] = _take(page)
+
         open_and_run_all(page, base, token, "07_real_model_heads.ipynb")
         layer, head = panel(page).locator(".widget-slider").all()
         page.evaluate(RECORDER)

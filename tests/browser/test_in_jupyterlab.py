@@ -1,5 +1,5 @@
 """Every notebook in real JupyterLab in Chromium: Run All gives no error; in every panel drawn in
-the browser (01 to 05, 07, 09, 10) a hovered cell shows the kernel's number, a clicked query is
+the browser (01 to 05, 07, 09 to 12) a hovered cell shows the kernel's number, a clicked query is
 followed through every head, impossible settings grey the maps and valid ones restore them, and
 the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
 
@@ -61,6 +61,10 @@ def expected_panel(notebook):
         return widgets.CrossAttentionExplorer(h=4, d_model=32)
     if notebook.startswith("10"):
         return widgets.SharedKVExplorer(h=8, d_model=64)
+    if notebook.startswith("11"):
+        return widgets.ScalingExplorer(d_k=64)
+    if notebook.startswith("12"):
+        return widgets.CircuitsExplorer(h=4, d_model=32)
     from helpers.pretrained import load_minilm
 
     text = "The cat sat on the mat because it was warm."
@@ -75,6 +79,8 @@ DRAWN = [
     "07_real_model_heads.ipynb",
     "09_cross_attention.ipynb",
     "10_shared_kv_and_cache.ipynb",
+    "11_scaling_and_dropout.ipynb",
+    "12_heads_inside_the_matrices.ipynb",
 ]
 
 
@@ -172,6 +178,7 @@ IMPOSSIBLE = {
     "03_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
     "04_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
     "09_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
+    "12_heads_inside_the_matrices.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
 }
 
 
@@ -226,6 +233,7 @@ def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
 DRAGS = {
     "02_per_head_projections.ipynb": "d_model",
     "05_learner_questions.ipynb": "d_k",
+    "12_heads_inside_the_matrices.ipynb": "d_model",
 }
 
 
@@ -354,3 +362,47 @@ def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
         box.screenshot(path=SCREENSHOTS / f"10_shared_kv_and_cache_g{g}.png")
     buttons.first.click()
     wait_for_change(lambda: box.get_attribute("data-key") == "kv=0", False)
+
+
+def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
+    from helpers.widgets import D_KS, ScalingExplorer
+
+    box = run(lab, page, "11_scaling_and_dropout.ipynb")
+    slider = panel(page).locator(".widget-slider", has_text="d_k")
+    readout = slider.locator(".widget-readout")
+    expected = ScalingExplorer(d_k=64)
+    press(page, slider, "Home")  # d_k = 4, then one step at a time up to 256
+    for index, d_k in enumerate(D_KS):
+        if index:
+            press(page, slider, "ArrowRight")
+        wait_for_change(lambda i=index: box.get_attribute("data-key") == f"choice={i}", False)
+        assert readout.inner_text() == str(d_k) and box.get_attribute("data-state") == "ok"
+        side = box.locator(".av-side").inner_text()
+        assert f"d_k = {d_k}, 16 keys" in side and "✗" not in side
+        expected.d_k_slider.value = index
+        maps = expected.maps  # (2, 6, 16): scaled, unscaled
+        centre = point(box, "cellCenter", 1, 2, 5)  # the unscaled map, query 2, key 5
+        page.mouse.move(centre["x"], centre["y"])
+        tooltip = box.locator(".av-tooltip")
+        tooltip.wait_for(state="visible")
+        assert tooltip.inner_text().endswith(f" · {float(maps[1, 2, 5]):.3f}")
+        page.mouse.move(0, 0)
+        if d_k in (4, 256):
+            box.screenshot(path=SCREENSHOTS / f"11_scaling_and_dropout_d_k{d_k}.png")
+    assert box.locator(".av-message").inner_text() == expected.message
+    press(page, slider, "ArrowLeft", 2)  # back to d_k = 64
+    wait_for_change(lambda: box.get_attribute("data-key") == "choice=4", False)
+
+
+def test_the_rank_bars_follow_h(lab, page):
+    box = run(lab, page, "12_heads_inside_the_matrices.ipynb")
+    h_slider = panel(page).locator(".widget-slider").first
+    for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):
+        press(page, h_slider, key, 4)
+        wait_for_change(lambda h=h: box.get_attribute("data-key") == f"d_model=32|h={h}", False)
+        side = box.locator(".av-side").inner_text()
+        d_k = 32 // h
+        assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in side
+        assert box.locator(".av-side svg rect").count() == h + 1 and "✗" not in side
+        if h == 8:
+            box.screenshot(path=SCREENSHOTS / "12_heads_inside_the_matrices_h8.png")
