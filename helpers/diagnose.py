@@ -28,6 +28,7 @@ __all__ = [
     "Diagnosis",
     "MISTAKES",
     "CONTEXT_MISTAKES",
+    "CIRCUIT_MISTAKES",
     "diagnose",
     "check_exercise",
     "reference_attention",
@@ -123,10 +124,21 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "look at what you project with w_q: the output has one row per query, and the queries "
         "come from x.",
     ),
+    "w_qk_reversed": (
+        "the scores come out transposed: W_QK is built as W^K·W^Qᵀ, so row a holds key a's "
+        "scores instead of query a's",
+        "look at the order in your W_QK: q·kᵀ = (x·W^Q)·(x·W^K)ᵀ, so the queries' matrix comes "
+        "first.",
+    ),
+    "softmax_applied": (
+        "the scores went through a softmax: these are the weights, not the scores",
+        "this exercise stops before the softmax: return the scores, divided by √d_k.",
+    ),
 }
 
 
 CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
+CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 12's exercise: scores from W_QK
 
 
 def reference_attention(
@@ -341,7 +353,8 @@ def diagnose(
     mistakes = [
         name for name in MISTAKES
         if len(runs) > 1 or not name.startswith("mask_")
-        if not (per_head and name.startswith("heads_")) and name not in CONTEXT_MISTAKES
+        if not (per_head and name.startswith("heads_"))
+        if name not in CONTEXT_MISTAKES + CIRCUIT_MISTAKES
     ]  # fmt: skip
     outputs, stages = {}, {}
     for label, run_args in runs.items():
@@ -407,6 +420,24 @@ def _one_head_reference(mistake=None, **a) -> torch.Tensor:
     return reference_attention(a["x"], a["w_q"], a["w_k"], a["w_v"], None, 1, mistake=mistake)
 
 
+def _head_scores_args() -> dict:
+    """x (2, 5, 12) and one head's w_q, w_k (d_k = 4, d_model = 12) in nn.Linear's layout."""
+    a = _one_head_args()
+    return {"x": a["x"], "w_q": a["w_q"], "w_k": a["w_k"]}
+
+
+def _head_scores_reference(mistake=None, **a) -> torch.Tensor:
+    """One head's scores x · W_QK · xᵀ / √d_k (B, T, T), W_QK = W^Q·W^Kᵀ in the x·W layout; or
+    the same with one mistake."""
+    x, w_q, w_k = a["x"], a["w_q"], a["w_k"]
+    d_k, d_model = w_q.shape
+    w_qk = w_k.T @ w_q if mistake == "w_qk_reversed" else w_q.T @ w_k  # (d_model, d_model)
+    divisor = {"no_scaling": 1.0, "scaled_by_d_model": math.sqrt(d_model),
+               "scaled_by_d_k": d_k}.get(mistake, math.sqrt(d_k))  # fmt: skip
+    scores = x @ w_qk @ x.transpose(-2, -1) / divisor  # (B, T, T)
+    return scores.softmax(dim=-1) if mistake == "softmax_applied" else scores
+
+
 def _split_args() -> dict:
     return {
         "t": torch.arange(B * T * D_MODEL, dtype=torch.float32).view(B, T, D_MODEL),
@@ -439,6 +470,11 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., torch.Tensor], list
         _split_args,
         lambda mistake=None, **a: _split(a["t"], a["num_heads"], mistake),
         ["heads_split_without_transpose", "heads_split_interleaved"],
+    ),
+    "head_scores": (
+        _head_scores_args,
+        _head_scores_reference,
+        ["no_scaling", "scaled_by_d_model", "scaled_by_d_k", "w_qk_reversed", "softmax_applied"],
     ),
     "cross_attention": (
         _cross_args,

@@ -10,6 +10,7 @@ import torch
 
 from helpers.attention import FusedMultiHeadAttention
 from helpers.diagnose import (
+    CIRCUIT_MISTAKES,
     CONTEXT_MISTAKES,
     MISTAKES,
     check_exercise,
@@ -105,7 +106,7 @@ def test_the_catalogue_has_at_least_eight_mistakes():
     assert len(MISTAKES) >= 8
 
 
-@pytest.mark.parametrize("mistake", sorted(set(MISTAKES) - set(CONTEXT_MISTAKES)))
+@pytest.mark.parametrize("mistake", sorted(set(MISTAKES) - {*CONTEXT_MISTAKES, *CIRCUIT_MISTAKES}))
 def test_every_catalogued_mistake_is_named(mistake):
     result = diagnose(learner(mistake), echo=False)
     assert not result.ok
@@ -337,3 +338,60 @@ def test_keys_and_values_from_two_sequences_get_a_shape_hint():
     assert result.message.startswith("✗ Your function raised RuntimeError: Expected size")
     assert "Hint: the two sides of a product do not line up" in result.message
     assert "(line " in result.message  # the learner's line, not torch's
+
+
+def scores_learner(mistake=None, style="matmul"):
+    """One head's scores from W_QK, as a learner writes them, with at most one mistake."""
+
+    def my_head_scores(x, w_q, w_k):
+        d_k, d_model = w_q.shape
+        if style == "einsum":
+            w_qk = torch.einsum("kd,ke->de", w_q, w_k)  # (d_model, d_model)
+            return torch.einsum("bsd,de,bte->bst", x, w_qk, x) / math.sqrt(d_k)
+        w_qk = w_k.T @ w_q if mistake == "w_qk_reversed" else w_q.T @ w_k
+        divisor = {"no_scaling": 1, "scaled_by_d_model": d_model**0.5, "scaled_by_d_k": d_k}
+        scores = x @ w_qk @ x.transpose(-2, -1) / divisor.get(mistake, d_k**0.5)
+        return scores.softmax(-1) if mistake == "softmax_applied" else scores
+
+    return my_head_scores
+
+
+def test_the_head_scores_reference_is_the_modules_scores_float64():
+    from helpers.attention import attention_scores, split_heads
+    from helpers.diagnose import _head_scores_reference
+
+    torch.manual_seed(0)
+    fused = FusedMultiHeadAttention(12, 3).double()
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    with torch.no_grad():
+        scores = attention_scores(split_heads(fused.w_q(x), 3), split_heads(fused.w_k(x), 3))
+        for i in range(3):
+            rows = slice(4 * i, 4 * (i + 1))  # head i's rows of nn.Linear's (out, in) weight
+            w_q, w_k = fused.w_q.weight[rows], fused.w_k.weight[rows]
+            got = _head_scores_reference(x=x, w_q=w_q, w_k=w_k)
+            torch.testing.assert_close(got, scores[:, i], atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("style", ["matmul", "einsum"])
+def test_the_head_scores_exercise_accepts_both_styles(style):
+    result = check_exercise(scores_learner(style=style), "head_scores", echo=False)
+    assert result.ok and result.message == "✓ Correct: equal to the reference within atol 1e-04."
+
+
+@pytest.mark.parametrize("mistake", [*CIRCUIT_MISTAKES, "no_scaling", "scaled_by_d_model"])
+def test_the_head_scores_exercise_names_each_mistake(mistake):
+    result = check_exercise(scores_learner(mistake), "head_scores", echo=False)
+    assert (result.ok, result.mistake) == (False, mistake), result.message
+    what, hint = MISTAKES[mistake]
+    assert result.message == f"✗ This looks like {what}.\n  Hint: {hint}"
+
+
+def test_the_head_scores_exercise_says_a_product_does_not_line_up():
+    def transposed(x, w_q, w_k):
+        w_qk = w_q @ w_k.T  # (d_k, d_k): nn.Linear's layout read as x·W
+        return x @ w_qk @ x.transpose(-2, -1) / 2
+
+    result = check_exercise(transposed, "head_scores", echo=False)
+    assert result.message.startswith("✗ Your function raised RuntimeError:")
+    assert "(line " in result.message and "w_qk @ x.transpose" in result.message
+    assert "Hint: the two sides of a product do not line up" in result.message

@@ -12,7 +12,8 @@ from tests.student.build import ROOT, build, stub
 
 WITH_EXERCISES = ["01_self_attention.ipynb", "02_per_head_projections.ipynb",
                   "03_block_matrix.ipynb", "05_learner_questions.ipynb",
-                  "06_in_pytorch.ipynb", "09_cross_attention.ipynb"]  # fmt: skip
+                  "06_in_pytorch.ipynb", "09_cross_attention.ipynb",
+                  "12_heads_inside_the_matrices.ipynb"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
