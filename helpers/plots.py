@@ -450,13 +450,15 @@ def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[st
     ax.set_xlim(0, total_w)
     ax.set_ylim(total_h, 0)
     ax.set_axis_off()
-    panels = [("q = x · W^Q: row t holds token t's d_model features", src[None], 0, 0)]
-    panels += [(name, g, i * (label + width), band) for i, (name, g) in enumerate(grids.items())]
-    for title, grid, left, top in panels:
+    # (title, grid (n, rows, cols), left, top, whether its n pieces are heads)
+    panels = [("q = x · W^Q: row t holds token t's d_model features", src[None], 0, 0, False)]
+    panels += [
+        (name, g, i * (label + width), band, True) for i, (name, g) in enumerate(grids.items())
+    ]
+    for title, grid, left, top, per_head in panels:
         x_start, y0 = left + label, top + 2.6
         ax.text(x_start, top + 0.8, title, fontsize=FONT, va="center")
-        per_head = grid is not panels[0][1]
-        for i in range(h if per_head else 1):
+        for i in range(len(grid)):
             x0 = x_start + i * (d_k + gap)
             _token_grid(ax, grid[i], x0, y0, colours)
             if per_head:
@@ -471,10 +473,11 @@ def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[st
 
 def head_reach(changes: dict[str, torch.Tensor], d_k: int) -> Figure:
     """Which output features each head can change: one panel per label, each (h, d_model) of
-    how much output feature j moves when head i's output is set to zero (0 = not at all)."""
+    how much output feature j moves (mean |change| over the tokens) when head i's output is set
+    to zero (0 = not at all)."""
     grids = {
         name: _matrix(c, 2, "head_reach takes (h, d_model) changes") for name, c in changes.items()
-    }  # noqa: E501
+    }
     h, d_model = next(iter(grids.values())).shape
     fig = Figure(figsize=(11, 1.3 + 0.32 * h * len(grids)), layout="constrained")
     axes = fig.subplots(len(grids), 1, squeeze=False)[:, 0]
@@ -489,5 +492,5 @@ def head_reach(changes: dict[str, torch.Tensor], d_k: int) -> Figure:
         ax.set_title(name, fontsize=FONT)
         ax.set_xlabel(f"output feature (d_model = {d_model}); dotted: every d_k = {d_k}",
                       fontsize=FONT - 1)  # fmt: skip
-        fig.colorbar(image, ax=ax, label="|change|", shrink=0.9)
+        fig.colorbar(image, ax=ax, label="mean |change|", shrink=0.9)
     return fig

@@ -75,6 +75,32 @@ def _summary(rows: list[dict]) -> dict:
             "p95_ms": percentile(ms, 0.95), "states": sorted({r["state"] for r in rows})}  # fmt: skip
 
 
+def _h_then_d_model(page, base, token, notebook: str, results: dict) -> None:
+    """A panel with h and d_model sliders starting at h = 4, d_model = 32 (03, 12): h to 16,
+    then d_model to 128, recorded as "NN h" and "NN d_model"."""
+    from tests.browser.lab import open_and_run_all, panel
+
+    open_and_run_all(page, base, token, notebook)
+    sliders = panel(page).locator(".widget-slider")
+    page.evaluate(RECORDER)
+    _presses(page, sliders.nth(0), "ArrowRight", 12)  # h 4 -> 16 at d_model 32
+    results[f"{notebook[:2]} h"] = _take(page)
+    _presses(page, sliders.nth(1), "ArrowRight", 12)  # d_model 32 -> 128
+    results[f"{notebook[:2]} d_model"] = _take(page)
+
+
+def _clicks(page, base, token, notebook: str, buttons: tuple[int, ...]) -> list[dict]:
+    """Click a panel's buttons in turn (at a student's pace); the first visits recorded."""
+    from tests.browser.lab import open_and_run_all, panel
+
+    open_and_run_all(page, base, token, notebook)
+    page.evaluate(RECORDER)
+    for i in buttons:
+        panel(page).locator(".widget-toggle-button").nth(i).click()
+        _settle(page)
+    return _take(page)
+
+
 def first_visits_in_browser() -> dict:
     """Key press (or click) -> new maps painted, in JupyterLab in Chromium, on settings never
     shown before in that page: what a class sees when each slider is moved once."""
@@ -91,13 +117,7 @@ def first_visits_in_browser() -> dict:
         _presses(page, sliders.nth(0), "ArrowRight", 15)  # h 1 -> 16
         results["02 h"] = _take(page)
 
-        open_and_run_all(page, base, token, "03_block_matrix.ipynb")
-        sliders = panel(page).locator(".widget-slider")
-        page.evaluate(RECORDER)
-        _presses(page, sliders.nth(0), "ArrowRight", 12)  # h 4 -> 16 at d_model 32
-        results["03 h"] = _take(page)
-        _presses(page, sliders.nth(1), "ArrowRight", 12)  # d_model 32 -> 128
-        results["03 d_model"] = _take(page)
+        _h_then_d_model(page, base, token, "03_block_matrix.ipynb", results)
 
         open_and_run_all(page, base, token, "04_why_multi_head.ipynb")
         slider = panel(page).locator(".widget-slider").first
@@ -114,13 +134,10 @@ def first_visits_in_browser() -> dict:
         _presses(page, d_k_slider, "ArrowRight", 20)
         results["05 d_k"] = _take(page)
 
-        open_and_run_all(page, base, token, "01_self_attention.ipynb")
-        page.evaluate(RECORDER)
-        buttons = panel(page).locator(".widget-toggle-button")
-        for i in (0, 1, 3, 4, 5, 6):  # query 2 is shown at start
-            buttons.nth(i).click()
-            _settle(page)
-        results["01 query"] = _take(page)
+        # query 2 is shown at start
+        results["01 query"] = _clicks(
+            page, base, token, "01_self_attention.ipynb", (0, 1, 3, 4, 5, 6)
+        )
 
         open_and_run_all(page, base, token, "09_cross_attention.ipynb")
         h_slider = panel(page).locator(".widget-slider").first
@@ -128,13 +145,10 @@ def first_visits_in_browser() -> dict:
         _presses(page, h_slider, "ArrowRight", 12)  # h 4 -> 16 (5 and 7 ... say why)
         results["09 h"] = _take(page)
 
-        open_and_run_all(page, base, token, "10_shared_kv_and_cache.ipynb")
-        page.evaluate(RECORDER)
-        buttons = panel(page).locator(".widget-toggle-button")
-        for i in (1, 2, 3):  # 8 K/V heads is shown at start
-            buttons.nth(i).click()
-            _settle(page)
-        results["10 K/V buttons"] = _take(page)
+        # 8 K/V heads is shown at start
+        results["10 K/V buttons"] = _clicks(
+            page, base, token, "10_shared_kv_and_cache.ipynb", (1, 2, 3)
+        )
 
         open_and_run_all(page, base, token, "11_scaling_and_dropout.ipynb")
         slider = panel(page).locator(".widget-slider").first
@@ -144,13 +158,7 @@ def first_visits_in_browser() -> dict:
         _presses(page, slider, "ArrowLeft", 1)  # 128: every d_k once
         results["11 d_k"] = _take(page)
 
-        open_and_run_all(page, base, token, "12_heads_inside_the_matrices.ipynb")
-        sliders = panel(page).locator(".widget-slider")
-        page.evaluate(RECORDER)
-        _presses(page, sliders.nth(0), "ArrowRight", 12)  # h 4 -> 16 at d_model 32
-        results["12 h"] = _take(page)
-        _presses(page, sliders.nth(1), "ArrowRight", 12)  # d_model 32 -> 128
-        results["12 d_model"] = _take(page)
+        _h_then_d_model(page, base, token, "12_heads_inside_the_matrices.ipynb", results)
 
         open_and_run_all(page, base, token, "07_real_model_heads.ipynb")
         layer, head = panel(page).locator(".widget-slider").all()
