@@ -1,32 +1,61 @@
-"""Tell a learner whether their attention code is right, and if not, which known mistake it makes.
+"""Tell a learner whether their attention code is right, and if not, what differs and on which line.
 
-`diagnose(my_attention)` runs a learner's
-`my_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None)` on fixed inputs, without and with a
-mask, and compares it with the reference. If it differs, it compares it with a catalogue of
-mistakes learners really make (each one the reference with exactly one thing changed) and names
-the one it matches, with a hint that points at the line to look at, not at the solution.
-`check_exercise(fn, name)` does the same for the smaller exercises of the notebooks.
+`diagnose(my_attention)` runs a learner's `my_attention(x, w_q, w_k, w_v, w_o, num_heads,
+mask=None)` on fixed inputs, without and with a mask, and compares it with the reference.
+`check_exercise(fn, name)` does the same for the smaller exercises of the notebooks. Both use one
+engine:
+
+1. The learner's function runs under `helpers.trace`, which records every tensor it makes and the
+   line of their code that made it.
+2. If the output differs, the engine looks among those tensors for the reference's stages
+   (`helpers.mistakes.attention_stages`: q, k, v, cut into heads, scores, masked scores, weights,
+   the heads' outputs, merged, out), in any layout the course teaches: all heads at once, one head
+   at a time in a loop, (B, T, h, d_k) before the transpose, kᵀ.
+3. The first stage that no tensor matches (and no later matched stage vouches for) is where the
+   code departs. The engine switches on each known mistake in turn (the catalogue, MISTAKES, and
+   further SLIPS) and keeps the one that lets the most stages match; it then goes on from there to
+   find a second departure downstream. A departure no known mistake explains is reported as such,
+   and the engine continues from the learner's own tensor.
+4. Each departure is reported with what differs, the learner's line, and a hint that points at the
+   line, not at the solution.
 
 Conventions (as everywhere in the course): x is (B, T, d_model); weights are plain tensors in
 nn.Linear's (out_features, in_features) layout, so a projection is `x @ w_q.T`; mask is boolean,
 True = may attend, broadcastable to (B, T, T). Never raises because of the learner's code: every
-problem becomes the message.
+problem becomes the message. Learners may still return (out, {stage: tensor}); the stages are then
+searched too.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 import torch
 
-from helpers.attention import attention_scores, merge_heads, split_heads
+from helpers.mistakes import (
+    CIRCUIT_MISTAKES,
+    CONTEXT_MISTAKES,
+    DEPENDS,
+    HOME,
+    KINDS,
+    MISTAKES,
+    SLIPS,
+    STAGE_WORDS,
+    attention_stages,
+    describe,
+    head_scores_stages,
+    split_stages,
+)
+from helpers.trace import Record, Trace, trace_call
 
 __all__ = [
     "Diagnosis",
+    "Finding",
     "MISTAKES",
+    "SLIPS",
     "CONTEXT_MISTAKES",
     "CIRCUIT_MISTAKES",
     "diagnose",
@@ -36,109 +65,40 @@ __all__ = [
 
 ATOL = 1e-4
 B, T, D_MODEL, HEADS = 2, 5, 12, 3  # d_k = 4: every scaling mistake gives different numbers
+_MOST_NEGATIVE = -1e4  # a masked score filled with -1e9 or finfo.min counts as -inf
+_MAX_FINDINGS = 4
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One place where the learner's code departs from the reference."""
+
+    mistake: str | None  # a name in MISTAKES or SLIPS; None: it differs in no known way
+    stage: str  # the first stage where it shows (a key of STAGE_WORDS)
+    record: Record | None  # the learner's tensor there, with its line
+    detail: str = ""  # for an unknown difference: how large, and where
+    position: tuple[int, int] = (0, 0)  # where its record is in the trace (run, index)
 
 
 @dataclass
 class Diagnosis:
     ok: bool
-    mistake: str | None
+    mistake: str | None  # the first named mistake, if any
     message: str
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def mistakes(self) -> tuple[str | None, ...]:
+        """Every departure's name, in the order the code makes them (None: no known mistake)."""
+        return tuple(f.mistake for f in self.findings)
+
+    @property
+    def lines(self) -> tuple[int | None, ...]:
+        """The learner's line for each departure (None where it is not known)."""
+        return tuple(f.record.lineno if f.record else None for f in self.findings)
 
     def __repr__(self) -> str:
-        return f"Diagnosis(ok={self.ok}, mistake={self.mistake!r})"
-
-
-# name: (what it looks like, a hint that points at the line)
-MISTAKES: dict[str, tuple[str, str]] = {
-    "no_scaling": (
-        "the scores are not scaled",
-        "look at the line that computes q·kᵀ: the scores should be divided by something.",
-    ),
-    "scaled_by_d_model": (
-        "the scores are divided by √d_model",
-        "each head compares vectors of d_k features, not d_model: look at your divisor.",
-    ),
-    "scaled_by_d_k": (
-        "the scores are divided by d_k",
-        "look at your divisor: is it the right power of d_k?",
-    ),
-    "softmax_over_queries": (
-        "the softmax runs over the queries: the columns of the weights sum to 1, not the rows",
-        "look at the dim of your softmax: each query's row should sum to 1.",
-    ),
-    "no_softmax": (
-        "the weights are the raw scores, with no softmax",
-        "look at the line that turns scores into weights.",
-    ),
-    "w_o_missing": (
-        "the output is the concatenation of the heads: W^O is never applied",
-        "look at your last line: one of the four matrices is not used.",
-    ),
-    "weights_transposed": (
-        "the weight matrices are used the wrong way round (x @ w instead of x @ w.T)",
-        "look at how you apply w_q, w_k, w_v and w_o: they are stored as (out_features, "
-        "in_features), like nn.Linear's weight.",
-    ),
-    "heads_split_without_transpose": (
-        "q, k and v are cut into heads with a view to (B, h, T, d_k) directly, which mixes "
-        "tokens and heads",
-        "look at how you cut q, k, v into heads: the d_k features of one head must come from "
-        "one token. Which dims does your view split, and in which order?",
-    ),
-    "heads_split_interleaved": (
-        "each head gets every h-th feature: the view cuts d_model into (d_k, h) instead of "
-        "(h, d_k)",
-        "head i owns the d_k features next to each other, i·d_k .. (i+1)·d_k: which of h and d_k "
-        "comes first in your view?",
-    ),
-    "heads_merged_without_transpose": (
-        "the heads' outputs are put back together in the wrong order: (B, h, T, d_k) reshaped "
-        "to (B, T, d_model) directly",
-        "look at the line that merges the heads: the head dim has to move back next to d_k "
-        "before the reshape.",
-    ),
-    "keys_as_values": (
-        "the weights multiply the keys instead of the values",
-        "look at what your weights multiply.",
-    ),
-    "mask_ignored": (
-        "the mask has no effect: right without a mask, wrong with one",
-        "look at whether your mask reaches the scores at all.",
-    ),
-    "mask_inverted": (
-        "the mask is applied the wrong way round",
-        "here True means may attend (nn.MultiheadAttention uses the opposite): look at the "
-        "condition in your masked_fill.",
-    ),
-    "mask_after_softmax": (
-        "masked weights are set to 0 after the softmax, so rows no longer sum to 1",
-        "look at where you apply the mask: before or after the softmax?",
-    ),
-    "keys_values_from_x": (
-        "the keys and values come from x, not from the context: that is self-attention",
-        "look at what you project with w_k and w_v: in cross-attention they read the other "
-        "sequence.",
-    ),
-    "queries_from_context": (
-        "the queries come from the context, so there is one output row per context token",
-        "look at what you project with w_q: the output has one row per query, and the queries "
-        "come from x.",
-    ),
-    "w_qk_reversed": (
-        "the scores come out transposed: W_QK is built as W^K·W^Qᵀ, so row a holds key a's "
-        "scores instead of query a's",
-        "look at the order in your W_QK: q·kᵀ = (x·W^Q)·(x·W^K)ᵀ, so the queries' matrix comes "
-        "first.",
-    ),
-    "softmax_applied": (
-        "the scores went through a softmax: these are the weights, not the scores",
-        "this exercise stops before the softmax: return the scores, divided by √d_k.",
-    ),
-}
-
-
-CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
-CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 12's exercise: scores from W_QK
+        return f"Diagnosis(ok={self.ok}, mistakes={self.mistakes!r})"
 
 
 def reference_attention(
@@ -160,75 +120,361 @@ def reference_attention(
     weights, each (B, h, T, ·). `context` (B, T_k, d_model), if given, gives the keys and values
     (cross-attention); the mask is then (B, T_q, T_k).
     """
-    source = x if context is None else context
-    if mistake == "keys_values_from_x":
-        source = x
-    elif mistake == "queries_from_context":
-        x = source
-    Bx, Tx, d_model = x.shape
-    inner = w_q.shape[0]  # h · d_k
-    d_k = inner // num_heads
-    if mistake == "weights_transposed":
-        project = lambda t, w: t @ w  # noqa: E731 - the mistake, spelled out
-    else:
-        project = lambda t, w: t @ w.T  # noqa: E731
-    q, k, v = project(x, w_q), project(source, w_k), project(source, w_v)  # (B, T, h·d_k)
-    q, k, v = (_split(t, num_heads, mistake) for t in (q, k, v))  # (B, h, T, d_k)
-    if mistake is None:
-        scores = attention_scores(q, k)  # (B, h, T, T), the course's own function
-    else:
-        divisor = {"no_scaling": 1.0, "scaled_by_d_model": math.sqrt(d_model)}.get(
-            mistake, d_k if mistake == "scaled_by_d_k" else math.sqrt(d_k)
-        )
-        scores = q @ k.transpose(-2, -1) / divisor
-    allowed = None if mask is None else mask.unsqueeze(-3)  # (B, 1, T, T)
-    if allowed is not None and mistake == "mask_inverted":
-        allowed = ~allowed
-    if allowed is not None and mistake not in ("mask_ignored", "mask_after_softmax"):
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    if mistake == "no_softmax":
-        weights = scores
-    else:
-        weights = scores.softmax(dim=-2 if mistake == "softmax_over_queries" else -1)
-    if allowed is not None and mistake == "mask_after_softmax":
-        weights = weights.masked_fill(~allowed, 0.0)
-    out = weights @ (k if mistake == "keys_as_values" else v)  # (B, h, T, d_k)
+    mistakes = () if mistake is None else (mistake,)
+    s = attention_stages(x, w_q, w_k, w_v, w_o, num_heads, mask, context, mistakes)
     if intermediates is not None:
-        intermediates.update(q=q, k=k, v=v, scores=scores, weights=weights)
-    if mistake == "heads_merged_without_transpose":
-        merged = out.reshape(Bx, Tx, inner)
+        intermediates.update(q=s["q_heads"], k=s["k_heads"], v=s["v_heads"],
+                             scores=s.get("masked", s["scores"]), weights=s["weights"])  # fmt: skip
+    return s["out"]
+
+
+# --- comparing the learner's tensors with the reference's stages ---------------------------------
+
+
+def _comparable(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to(torch.float32).clamp(min=_MOST_NEGATIVE)  # NaN stays NaN
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.allclose(
+        _comparable(a), _comparable(b), atol=ATOL, rtol=0, equal_nan=True
+    )
+
+
+def _forms(t: torch.Tensor, kind: str) -> list[torch.Tensor]:
+    """The layouts in which a learner may hold a stage's numbers: all heads (B, h, T, ·), before
+    the transpose (B, T, h, ·), batch and heads flattened (B·h, T, ·), one head (B, T, ·), and for
+    q, k, v their transposes (kᵀ)."""
+    if kind in ("out", "matrix"):
+        return [t]
+    if t.dim() != 4:
+        return [t, t.transpose(-2, -1)] if kind in ("tokens", "heads") else [t]
+    b, h = t.shape[:2]
+    forms = [t, t.transpose(1, 2), t.reshape(b * h, *t.shape[2:]), *t.unbind(1)]
+    return forms + [f.transpose(-2, -1) for f in forms] if kind == "heads" else forms
+
+
+class _Found(dict):
+    """stage -> index of the record that matches it; `borrowed` holds the stages whose only match
+    is a record another, unrelated stage already took (k made with w_q equals q, so q's record
+    says nothing about which tensor the learner used as k)."""
+
+    borrowed: set[str]
+
+
+def _related(a: str, b: str) -> bool:
+    return a in DEPENDS.get(b, ()) or b in DEPENDS.get(a, ())
+
+
+class _Hits:
+    """Which records equal a stage's value in one of its forms, remembered per value: most of the
+    stages are the same in every trial of a mistake, so each is compared with the records once."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.records = records
+        self.by_shape: dict[tuple, list[int]] = {}
+        for i, record in enumerate(records[:-1]):
+            self.by_shape.setdefault(tuple(record.tensor.shape), []).append(i)
+        self.seen: dict[tuple, list[int]] = {}
+
+    def __call__(self, name: str, value: torch.Tensor) -> list[int]:
+        kind = KINDS[name]
+        key = (kind, tuple(value.shape), value.detach().contiguous().numpy().tobytes())
+        if key not in self.seen:
+            if kind == "out":
+                same = bool(self.records) and _same(self.records[-1].tensor, value)
+                self.seen[key] = [len(self.records) - 1] if same else []
+            else:
+                self.seen[key] = sorted(
+                    i
+                    for form in _forms(value, kind)
+                    for i in self.by_shape.get(tuple(form.shape), ())
+                    if _same(self.records[i].tensor, form)
+                )
+        return self.seen[key]
+
+
+def _match(stages: dict, records: list[Record], hits_of: _Hits | None = None) -> _Found:
+    """Each stage's first record equal to one of its forms, preferring records no earlier stage
+    took. The last record is the returned value: only it can match "out", and "out" only it."""
+    hits_of = hits_of or _Hits(records)
+    found = _Found()
+    found.borrowed = set()
+    owners: dict[int, str] = {}  # family of records -> the first stage that took one
+    for name, value in stages.items():
+        hits = hits_of(name, value)
+        if not hits:
+            continue
+        if value.isnan().all():  # equals NaN everywhere, and proves nothing
+            if KINDS[name] != "out":
+                continue
+            found.borrowed.add(name)
+        families = [records[i].family for i in hits]
+        free = [
+            i for i, fam in zip(hits, families)
+            if fam not in owners or _related(owners[fam], name)
+        ]  # fmt: skip
+        found[name] = free[0] if free else hits[0]
+        if not free:
+            found.borrowed.add(name)
+        owners.setdefault(records[found[name]].family, name)
+    return found
+
+
+def _vouched(found: dict[str, int], stages: dict) -> set[str]:
+    """The matched stages and every stage they are computed from (a loop never makes the fused q,
+    and F.scaled_dot_product_attention never shows its weights, yet both are right)."""
+    vouched, todo = set(found), list(found)
+    while todo:
+        for earlier in DEPENDS.get(todo.pop(), ()):
+            if earlier in stages and earlier not in vouched:
+                vouched.add(earlier)
+                todo.append(earlier)
+    return vouched
+
+
+def _progress(found: _Found, stages: dict) -> int:
+    """How far the learner's records follow the stages: borrowed matches do not count."""
+    own = {name: i for name, i in found.items() if name not in found.borrowed}
+    return len(_vouched(own, stages)) + ("out" in found)
+
+
+def _where_named(name: str, before: dict, after: dict, found: _Found, records: list[Record]):
+    """(stage, record) where mistake `name` is made: its HOME stage if the learner's tensors match
+    it there, else the earliest stage it changes that they match (not through a borrowed record,
+    and not a stage it leaves equal to an earlier one)."""
+    own = {n: i for n, i in found.items() if n not in found.borrowed}
+    changed = [n for n in after if n not in before or not _same(before[n], after[n])]
+    home = HOME.get(name)
+    if home in own and home in changed:
+        return home, records[own[home]]
+    for skip_copies in (True, False):
+        for stage in changed:
+            copy = any(_same(after[d], after[stage]) for d in DEPENDS.get(stage, ()) if d in after)
+            if stage in own and not (skip_copies and copy):
+                return stage, records[own[stage]]
+    return (changed[0] if changed else "out"), None
+
+
+_BOUNDARY = ("softmax", "masked_fill", "where")
+
+
+def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int | None:
+    """The learner's tensor made in place of `stage` (its input to the next step), or None."""
+    if KINDS[stage] == "out":
+        return len(records) - 1
+    shapes = {tuple(f.shape) for f in _forms(stages[stage], KINDS[stage])}
+    start = max((found[d] for d in DEPENDS.get(stage, ()) if d in found), default=-1)
+    taken = set(found.values())
+    candidates = [i for i in range(start + 1, len(records) - 1)
+                  if tuple(records[i].tensor.shape) in shapes and i not in taken]  # fmt: skip
+    if not candidates:
+        return None
+    ops = [records[i].op for i in candidates]
+    if stage in ("scores", "masked"):  # the last one before the mask (scores) or the softmax
+        ends = _BOUNDARY if stage == "scores" else ("softmax",)
+        stop = next((i for i, op in zip(candidates, ops) if op.startswith(ends)), None)
+        before = [i for i in candidates if stop is None or i < stop]
+        return before[-1] if before else candidates[0]
+    if stage == "weights":
+        return next((i for i, op in zip(candidates, ops) if "softmax" in op), candidates[0])
+    return candidates[0]
+
+
+def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int = 1) -> str:
+    """'largest difference 0.781, most of all in head 1' between the learner's tensor and the
+    stage, in the form with the learner's shape."""
+    forms = [f for f in _forms(value, KINDS[stage]) if f.shape == mine.shape]
+    if not forms:
+        return f"shape {tuple(mine.shape)}, where the reference has {tuple(value.shape)}"
+    diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
+    diff = min(diffs, key=lambda d: float(d.max()))
+    text = f"largest difference {float(diff.max()):.3g}"
+    if KINDS[stage] == "out":
+        where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+        return f"{text}, at index {where}"
+    if diff.dim() == 4 and mine.shape == value.shape and value.shape[1] > 1:
+        return f"{text}, most of all in head {int(diff.amax(dim=(0, 2, 3)).argmax())}"
+    if KINDS[stage] == "tokens" and heads > 1 and mine.shape == value.shape:  # (B, T, h·d_k)
+        per_head = diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3))
+        return f"{text}, most of all in head {int(per_head.argmax())}"
+    return text
+
+
+class _Run:
+    """One call of the learner's function: its records (the returned value last), the stages of
+    the reference for the same inputs, and what the engine has settled so far."""
+
+    def __init__(self, records: list[Record], stages_of: Callable[..., dict]) -> None:
+        self.records, self.stages_of = records, stages_of
+        self.given: dict[str, torch.Tensor] = {}  # stages taken from the learner's own tensors
+        self.hits_of = _Hits(records)
+        self.stages = stages_of()
+        self.found = _match(self.stages, records, self.hits_of)
+
+    def trial(self, mistakes: tuple[str, ...]) -> tuple[dict, _Found]:
+        stages = self.stages_of(mistakes=mistakes, given=self.given)
+        return stages, _match(stages, self.records, self.hits_of)
+
+
+def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
+    """Every departure of the learner's records from the reference, in the order the code makes
+    them (see the module doc). A mistake must help in every run (without and with a mask): a
+    mask's -inf can make wrong numbers equal elsewhere."""
+    made: list[str] = []
+    findings: list[Finding] = []
+    while len(findings) < _MAX_FINDINGS:
+        pending = [run for run in runs if "out" not in run.found]
+        if not pending:
+            break
+        scored, current = [], sum(_progress(run.found, run.stages) for run in runs)
+        for name in candidates:
+            if name in made:
+                continue
+            try:
+                trials = [run.trial((*made, name)) for run in runs]
+            except RuntimeError:  # a mistake that cannot happen with these shapes
+                continue
+            score = sum(_progress(found, stages) for stages, found in trials)
+            if score > current:
+                scored.append((score, name, trials))
+        if scored:  # the mistake that explains most; of equals, the one made earliest in the code
+            top = max(score for score, _, _ in scored)
+            options = []
+            for _, name, trials in (option for option in scored if option[0] == top):
+                places = [
+                    _where_named(name, run.stages, *t, run.records)
+                    for run, t in zip(runs, trials)
+                ]
+                stage, record = next((p for p in places if p[1] is not None), places[-1])
+                options.append((_position(record, runs), name, stage, record, trials))
+            position, name, stage, record, trials = min(options, key=lambda o: o[0])
+            findings.append(Finding(name, stage, record, position=position))
+            made.append(name)
+            for run, (stages, found) in zip(runs, trials):
+                run.stages, run.found = stages, found
+            continue
+        # a departure no known mistake explains: report it once (from the first run that shows
+        # it) and go on from the learner's own tensor in every run that departs there
+        first = pending[0]
+        stage = next(n for n in first.stages if n not in _vouched(first.found, first.stages))
+        stage = _changed_input(stage, first) or stage
+        followed = []
+        for run in pending:
+            i = _role(stage, run.stages, run.found, run.records)
+            followed.append((run, run.records[i] if i is not None else None))
+        record = followed[0][1]
+        heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
+        detail = _difference(record.tensor, stage, first.stages[stage], heads) if record else ""
+        findings.append(Finding(None, stage, record, detail, _position(record, runs)))
+        if any(r is None or r.tensor.shape != run.stages[stage].shape for run, r in followed):
+            break  # the learner's tensor is laid out another way: stop here
+        for run, r in followed:
+            run.given[stage] = r.tensor
+            run.stages, run.found = run.trial(tuple(made))
+    return sorted(findings, key=lambda f: f.position)
+
+
+def _changed_input(stage: str, run: _Run) -> str | None:
+    """The input of `stage` that the learner changed after making it right (weights computed,
+    then rolled): its stage, if a tensor of its shape that equals no form of it was made between
+    the right one and `stage`'s own."""
+    end = _role(stage, run.stages, run.found, run.records)
+    end = len(run.records) - 1 if end is None else end
+    for earlier in DEPENDS.get(stage, ()):
+        if earlier not in run.found or earlier not in run.stages:
+            continue
+        value, kind = run.stages[earlier], KINDS[earlier]
+        shapes = {tuple(f.shape) for f in _forms(value, kind)}
+        right = set(run.hits_of(earlier, value))
+        if any(
+            tuple(run.records[j].tensor.shape) in shapes and j not in right
+            for j in range(run.found[earlier] + 1, end)
+        ):
+            return earlier
+    return None
+
+
+def _position(record: Record | None, runs: list[_Run]) -> tuple[int, int]:
+    """(run, index) of a record: findings are listed in the order the learner's code makes them."""
+    for r, run in enumerate(runs):
+        for i, other in enumerate(run.records):
+            if other is record:
+                return r, i
+    return len(runs), 0
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+STAGE_HINTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("q", "k", "v"),
+        "look at the line that makes it: which weight does it multiply, and which way round? "
+        "nn.Linear stores (out_features, in_features), so a projection is x @ w.T.",
+    ),
+    **dict.fromkeys(
+        ("q_heads", "k_heads", "v_heads"),
+        "look at the view and the transpose on this line: head i owns the d_k features "
+        "i·d_k .. (i+1)·d_k of each token.",
+    ),
+    "scores": "look at the product and the scale on this line.",
+    "masked": "look at the mask's condition and the value your masked_fill puts in.",
+    "weights": "look at the softmax on this line: what goes in, and over which dim?",
+    "heads": "look at what the weights multiply on this line.",
+    "merged": "look at how this line puts the heads back side by side.",
+    "out": "look at this line: what is left to do once the heads are merged?",
+    "w_qk": "look at the product on this line, and the order of its factors.",
+    "xw": "look at the product on this line, and the order of its factors.",
+}
+
+
+def _entry(finding: Finding, indent: str, out: tuple[str, str] | None) -> tuple[str, list[str]]:
+    """(the headline, the Where and Hint lines) of one finding; `out` = (words, hint) for what
+    an exercise returns, if not multi-head attention's output."""
+    if finding.mistake:
+        what, hint = describe(finding.mistake)
+        head = f"{finding.mistake}: {what}."
     else:
-        merged = merge_heads(out)  # (B, T, h·d_k)
-    if w_o is None or mistake == "w_o_missing":
-        return merged
-    return project(merged, w_o)  # (B, T, d_model)
+        words, hint = STAGE_WORDS[finding.stage], STAGE_HINTS[finding.stage]
+        if finding.stage == "out" and out:
+            words, hint = out
+        verb = "differs" if words.startswith(("output", "W_QK", "x·W_QK")) else "differ"
+        detail = f" ({finding.detail})" if finding.detail else ""
+        head = (
+            f"your {words} {verb} from the reference's{detail}, in a way that matches no known "
+            "mistake."
+        )
+    where = finding.record.where if finding.record else ""
+    lines = [f"{indent}Where: {where}"] if where else []
+    return head, [*lines, f"{indent}Hint: {hint}"]
 
 
-def _split(t: torch.Tensor, num_heads: int, mistake: str | None = None) -> torch.Tensor:
-    """(B, T, h·d_k) -> (B, h, T, d_k), or the same cut with one of the split mistakes."""
-    Bt, Tt, inner = t.shape
-    d_k = inner // num_heads
-    if mistake == "heads_split_without_transpose":
-        return t.reshape(Bt, num_heads, Tt, d_k)
-    if mistake == "heads_split_interleaved":
-        return t.reshape(Bt, Tt, d_k, num_heads).permute(0, 3, 1, 2)
-    return split_heads(t, num_heads)
+def _message(findings: list[Finding], out: tuple[str, str] | None = None) -> str:
+    if len(findings) == 1:
+        finding = findings[0]
+        head, rest = _entry(finding, "  ", out)
+        if finding.mistake:
+            what = head.split(": ", 1)[1]
+            head = f"This looks like a known mistake ({finding.mistake}): {what}"
+        else:
+            head = head[0].upper() + head[1:]
+        return "\n".join([f"✗ {head}", *rest])
+    lines = [f"✗ This looks like {len(findings)} mistakes, in the order your code makes them:"]
+    for i, finding in enumerate(findings, 1):
+        head, rest = _entry(finding, "     ", out)
+        lines += [f"  {i}. {head}", *rest]
+    return "\n".join(lines)
 
 
-def _inputs(seed: int = 0) -> dict:
-    """The fixed inputs: x (2, 5, 12), four (12, 12) weights, 3 heads, a padding mask (2, 5, 5)
-    under which every query keeps at least one key either way round."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(B, T, D_MODEL, generator=g)
-    weights = {name: torch.randn(D_MODEL, D_MODEL, generator=g) / math.sqrt(D_MODEL) for name in
-               ("w_q", "w_k", "w_v", "w_o")}  # fmt: skip
-    lengths = torch.tensor([4, 3])
-    mask = (torch.arange(T) < lengths.view(B, 1)).view(B, 1, T).expand(B, T, T)  # (B, T, T)
-    return {"x": x, **weights, "num_heads": HEADS, "mask": mask}
+def _verdict(ok: bool, message: str, echo: bool, findings: Iterable[Finding] = ()) -> Diagnosis:
+    if echo:
+        print(message)
+    findings = tuple(findings)
+    first = next((f.mistake for f in findings if f.mistake), None)
+    return Diagnosis(ok, first, message, findings)
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(a, b, atol=ATOL, rtol=0, equal_nan=True)
+# --- running the learner's code ---------------------------------------------------------------
 
 
 def _where_in_learner_code(err: BaseException) -> str:
@@ -244,46 +490,65 @@ def _where_in_learner_code(err: BaseException) -> str:
     return f" (line {frame.lineno}: `{code}`)" if code else f" (line {frame.lineno})"
 
 
-def _call(fn: Callable, args: dict) -> tuple[object, str | None]:
-    """Call the learner's function; return (result, None) or (None, message)."""
+def _run(fn: Callable, args: dict) -> tuple[Trace | None, str | None]:
+    """Call the learner's function on copies of args, traced; return (trace, None) or
+    (None, the message for what it raised)."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args.values()]
-    try:
-        with torch.no_grad():  # positional: the learner may name the parameters differently
-            return fn(*copies), None
-    except NotImplementedError:
+    copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
+    trace = trace_call(fn, copies)  # positional: the learner may name the parameters differently
+    err = trace.error
+    if err is None:
+        return trace, None
+    if isinstance(err, NotImplementedError):
         return None, (
             "⏳ Not done yet: fill in the function in the exercise cell above (it still raises "
             "NotImplementedError), run that cell, then run this check again."
         )
-    except Exception as err:  # noqa: BLE001 - the learner's error, reported, never raised
-        hint = ""
-        if "cannot be multiplied" in str(err) or "Expected size for first two dimensions" in str(
-            err
-        ):
-            hint = (
-                " Hint: the two sides of a product do not line up: write down the shape of each on "
-                "that line. The weights are stored as (out_features, in_features), like "
-                "nn.Linear's weight, so a projection is x @ w.T."
-            )
-        elif "must match the size" in str(err) or "broadcast" in str(err):
-            hint = (
-                " Hint: two tensors do not line up; a mask of shape (B, T, T) needs a head dim "
-                "(mask.unsqueeze(1)) to meet scores of shape (B, h, T, T)."
-            )
-        return None, (
-            f"✗ Your function raised {type(err).__name__}: {err}{_where_in_learner_code(err)}."
-            f"{hint}"
+    text = str(err)
+    hint = ""
+    if "cannot be multiplied" in text or "Expected size for first two dimensions" in text:
+        hint = (
+            " Hint: the two sides of a product do not line up: write down the shape of each on "
+            "that line. The weights are stored as (out_features, in_features), like "
+            "nn.Linear's weight, so a projection is x @ w.T."
         )
+    elif "must match the size" in text or "broadcast" in text:
+        hint = (
+            " Hint: two tensors do not line up; a mask of shape (B, T, T) needs a head dim "
+            "(mask.unsqueeze(1)) to meet scores of shape (B, h, T, T)."
+        )
+    return None, (
+        f"✗ Your function raised {type(err).__name__}: {err}{_where_in_learner_code(err)}.{hint}"
+    )
 
 
 def _unpack(result: object) -> tuple[torch.Tensor | None, dict]:
-    """The learner may return out, (out, weights) or (out, {stage: tensor})."""
+    """The learner may return out, (out, weights), [out, weights] or (out, {stage: tensor})."""
     if isinstance(result, torch.Tensor):
         return result, {}
-    if isinstance(result, tuple) and result and isinstance(result[0], torch.Tensor):
+    if isinstance(result, tuple | list) and result and isinstance(result[0], torch.Tensor):
         extra = result[1] if len(result) > 1 and isinstance(result[1], dict) else {}
         return result[0], extra
     return None, {}
+
+
+def _records(trace: Trace, out: torch.Tensor, extra: dict) -> list[Record]:
+    """The trace's records, the stages the learner returned (no line), and last the output."""
+    returned = [
+        Record(t.detach().to(torch.float32), "returned", None, "", family=_family(trace, t, -1 - i))
+        for i, t in enumerate(extra.values())
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() >= 2
+    ]
+    made = trace.record_of(out)
+    where = (made.lineno, made.code, made.caller) if made else (None, "", None)
+    family = made.family if made else -1 - len(extra)
+    final = Record(out.detach().to(torch.float32), "return", *where, family=family)
+    return [*trace.records, *returned, final]
+
+
+def _family(trace: Trace, t: torch.Tensor, default: int) -> int:
+    made = trace.record_of(t)
+    return made.family if made else default
 
 
 def _shape_hint(got: tuple, expected: tuple) -> str:
@@ -294,38 +559,41 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
     return ""
 
 
-def _first_difference(out: torch.Tensor, expected: torch.Tensor, stages: dict, args: dict) -> str:
-    """Where the learner's result first departs from the reference."""
-    if stages:
-        reference_stages: dict = {}
-        reference_attention(**args, intermediates=reference_stages)
-        for name in ("q", "k", "v", "scores", "weights"):
-            if name not in stages:
-                continue
-            mine, ref = stages[name], reference_stages[name]
-            if not isinstance(mine, torch.Tensor) or mine.shape != ref.shape:
-                got = tuple(mine.shape) if isinstance(mine, torch.Tensor) else type(mine).__name__
-                expected = tuple(ref.shape)
-                return f"the first stage that differs is {name}: shape {got}, expected {expected}."
-            if not _close(mine, ref):
-                diff = (mine - ref).abs().nan_to_num(float("inf"))
-                head = int(diff.amax(dim=(0, 2, 3)).argmax())
-                return f"the first stage that differs is {name}, most of all in head {head}."
-    diff = (out - expected).abs().nan_to_num(float("inf"))
-    tokens = [
-        int(t) for t in diff.amax(dim=(0, 2)).nonzero().flatten() if diff.amax(dim=(0, 2))[t] > ATOL
-    ]
-    return (
-        f"the output differs at token positions {tokens} (largest difference "
-        f"{float(diff.max()):.3g}). Return (out, {{'q': ..., 'k': ..., 'v': ..., 'scores': ..., "
-        f"'weights': ...}}) with tensors shaped (B, h, T, ·) to see the first stage that differs."
-    )
+def _safe_explain(runs: list[tuple[list[Record], Callable]], candidates) -> list[Finding]:
+    """_explain over (records, stages_of) pairs; odd tensors must not become a traceback."""
+    try:
+        return _explain([_Run(records, stages_of) for records, stages_of in runs], candidates)
+    except Exception:  # noqa: BLE001
+        return []
 
 
-def _verdict(ok: bool, mistake: str | None, message: str, echo: bool) -> Diagnosis:
-    if echo:
-        print(message)
-    return Diagnosis(ok, mistake, message)
+def _fallback(out: torch.Tensor, expected: torch.Tensor) -> str:
+    diff = (out.detach().float() - expected).abs().nan_to_num(float("inf"))
+    if diff.dim() == 3:
+        per_token = diff.amax(dim=(0, 2))
+        tokens = [int(t) for t in (per_token > ATOL).nonzero().flatten()]
+        return (
+            f"✗ Your output differs from the reference at token positions {tokens} (largest "
+            f"difference {float(diff.max()):.3g}), and no step of your code matches a known "
+            "mistake."
+        )
+    where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    return f"✗ Not equal to the reference: the largest difference is at index {where}."
+
+
+# --- the checks the notebooks call ------------------------------------------------------------
+
+
+def _inputs(seed: int = 0) -> dict:
+    """The fixed inputs: x (2, 5, 12), four (12, 12) weights, 3 heads, a padding mask (2, 5, 5)
+    under which every query keeps at least one key either way round."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, T, D_MODEL, generator=g)
+    weights = {name: torch.randn(D_MODEL, D_MODEL, generator=g) / D_MODEL**0.5 for name in
+               ("w_q", "w_k", "w_v", "w_o")}  # fmt: skip
+    lengths = torch.tensor([4, 3])
+    mask = (torch.arange(T) < lengths.view(B, 1)).view(B, 1, T).expand(B, T, T)  # (B, T, T)
+    return {"x": x, **weights, "num_heads": HEADS, "mask": mask}
 
 
 def _per_head_args(args: dict) -> dict:
@@ -336,11 +604,22 @@ def _per_head_args(args: dict) -> dict:
     return {"x": args["x"], **per_head, "w_o": args["w_o"]}
 
 
+_SCALING = ("no_scaling", "scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k")
+_ONE_HEAD = (*_SCALING, "softmax_over_queries", "no_softmax", "keys_as_values", "keys_from_w_q",
+             "values_from_w_k", "scaled_after_softmax", "softmax_over_batch",
+             "queries_keys_swapped")  # fmt: skip
+_MULTI_HEAD = (*_ONE_HEAD, "weights_transposed", "w_o_transposed", "w_o_missing",
+               "heads_split_without_transpose", "heads_split_interleaved",
+               "heads_merged_without_transpose", "softmax_over_heads",
+               "residual_added")  # fmt: skip
+_MASKS = ("mask_ignored", "mask_inverted", "mask_after_softmax", "mask_filled_with_zero")
+
+
 def diagnose(
     fn: Callable, echo: bool = True, mask: bool = True, per_head: bool = False
 ) -> Diagnosis:
     """Check `fn(x, w_q, w_k, w_v, w_o, num_heads, mask=None)` against the reference, without and
-    (if `mask`) with a mask; name the catalogued mistake it makes, or show where it first differs.
+    (if `mask`) with a mask; name each mistake it makes, with the line that makes it.
 
     mask=False checks `fn(x, w_q, w_k, w_v, w_o, num_heads)`, with no mask parameter. per_head=True
     checks the loop exercise: `fn(x, w_q, w_k, w_v, w_o)` where w_q, w_k and w_v are lists of h
@@ -350,13 +629,11 @@ def diagnose(
     runs = {"without a mask": {**args, "mask": None}}
     if mask and not per_head:
         runs["with a mask"] = args
-    mistakes = [
-        name for name in MISTAKES
-        if len(runs) > 1 or not name.startswith("mask_")
+    candidates = [
+        name for name in (*_MULTI_HEAD, *(_MASKS if len(runs) > 1 else ()))
         if not (per_head and name.startswith("heads_"))
-        if name not in CONTEXT_MISTAKES + CIRCUIT_MISTAKES
     ]  # fmt: skip
-    outputs, stages = {}, {}
+    results = {}
     for label, run_args in runs.items():
         if per_head:
             call_args = _per_head_args(run_args)
@@ -364,60 +641,51 @@ def diagnose(
             call_args = {name: a for name, a in run_args.items() if name != "mask"}
         else:
             call_args = run_args
-        result, problem = _call(fn, call_args)
+        trace, problem = _run(fn, call_args)
         if problem:
-            return _verdict(False, None, problem, echo)
-        out, extra = _unpack(result)
+            return _verdict(False, problem, echo)
+        out, extra = _unpack(trace.result)
         if out is None:
-            got = type(result).__name__
+            got = type(trace.result).__name__
             message = f"✗ Your function returned {got}; it should return out (B, T, d_model)."
-            return _verdict(False, None, message, echo)
+            return _verdict(False, message, echo)
         expected = reference_attention(**run_args)
         if out.shape != expected.shape:
             message = (
                 f"✗ Wrong shape {label}: expected (B, T, d_model) = {tuple(expected.shape)}, got "
                 f"{tuple(out.shape)}.{_shape_hint(tuple(out.shape), tuple(expected.shape))}"
             )
-            return _verdict(False, None, message, echo)
-        outputs[label], stages[label] = out.detach().float(), extra
-    expected = {label: reference_attention(**a) for label, a in runs.items()}
-    if all(_close(outputs[label], expected[label]) for label in runs):
+            return _verdict(False, message, echo)
+        results[label] = (trace, out, extra, expected)
+    if all(_same(out, expected) for _, out, _, expected in results.values()):
         which = "without and with a mask" if len(runs) > 1 else "on fixed inputs"
         message = f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}."
-        return _verdict(True, None, message, echo)
-    for name in mistakes:
-        what, hint = MISTAKES[name]
-        if all(
-            _close(outputs[label], reference_attention(**a, mistake=name))
-            for label, a in runs.items()
-        ):
-            message = f"✗ This looks like a known mistake ({name}): {what}.\n  Hint: {hint}"
-            return _verdict(False, name, message, echo)
-    label = next(lbl for lbl in runs if not _close(outputs[lbl], expected[lbl]))
-    where = _first_difference(outputs[label], expected[label], stages[label], runs[label])
-    message = (
-        f"✗ Your output differs from the reference {label}, and matches no known mistake: {where}"
-        if len(runs) > 1
-        else f"✗ Your output differs from the reference, and matches no known mistake: {where}"
+        return _verdict(True, message, echo)
+    findings = _safe_explain(
+        [
+            (_records(trace, out, extra), functools.partial(attention_stages, **runs[label]))
+            for label, (trace, out, extra, _) in results.items()
+        ],
+        candidates,
     )
-    return _verdict(False, None, message, echo)
+    label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
+    _, out, _, expected = results[label]
+    message = _message(findings) if findings else _fallback(out, expected)
+    return _verdict(False, message, echo, findings)
 
 
-# The smaller exercises: name -> (arguments, reference, mistakes that apply)
+# The smaller exercises: name -> (arguments, the stages of its reference, the mistakes that apply)
 def _one_head_args() -> dict:
     g = torch.Generator().manual_seed(1)
     x = torch.randn(B, T, D_MODEL, generator=g)
     return {
         "x": x,
-        **{
-            n: torch.randn(4, D_MODEL, generator=g) / math.sqrt(D_MODEL)
-            for n in ("w_q", "w_k", "w_v")
-        },
+        **{n: torch.randn(4, D_MODEL, generator=g) / D_MODEL**0.5 for n in ("w_q", "w_k", "w_v")},
     }
 
 
-def _one_head_reference(mistake=None, **a) -> torch.Tensor:
-    return reference_attention(a["x"], a["w_q"], a["w_k"], a["w_v"], None, 1, mistake=mistake)
+def _one_head_stages(x, w_q, w_k, w_v, mistakes=(), given=None) -> dict:
+    return attention_stages(x, w_q, w_k, w_v, None, 1, mistakes=mistakes, given=given)
 
 
 def _head_scores_args() -> dict:
@@ -429,13 +697,7 @@ def _head_scores_args() -> dict:
 def _head_scores_reference(mistake=None, **a) -> torch.Tensor:
     """One head's scores x · W_QK · xᵀ / √d_k (B, T, T), W_QK = W^Q·W^Kᵀ in the x·W layout; or
     the same with one mistake."""
-    x, w_q, w_k = a["x"], a["w_q"], a["w_k"]
-    d_k, d_model = w_q.shape
-    w_qk = w_k.T @ w_q if mistake == "w_qk_reversed" else w_q.T @ w_k  # (d_model, d_model)
-    divisor = {"no_scaling": 1.0, "scaled_by_d_model": math.sqrt(d_model),
-               "scaled_by_d_k": d_k}.get(mistake, math.sqrt(d_k))  # fmt: skip
-    scores = x @ w_qk @ x.transpose(-2, -1) / divisor  # (B, T, T)
-    return scores.softmax(dim=-1) if mistake == "softmax_applied" else scores
+    return head_scores_stages(**a, mistakes=() if mistake is None else (mistake,))["out"]
 
 
 def _split_args() -> dict:
@@ -453,82 +715,49 @@ def _cross_args() -> dict:
     return {"x": args.pop("x"), "context": context, **args}
 
 
-EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., torch.Tensor], list[str]]] = {
-    "one_head": (
-        _one_head_args,
-        _one_head_reference,
-        [
-            "no_scaling",
-            "scaled_by_d_model",
-            "scaled_by_d_k",
-            "softmax_over_queries",
-            "no_softmax",
-            "keys_as_values",
-        ],
-    ),  # fmt: skip
+def _cross_stages(x, context, w_q, w_k, w_v, w_o, num_heads, mistakes=(), given=None) -> dict:
+    return attention_stages(x, w_q, w_k, w_v, w_o, num_heads, None, context, mistakes, given)
+
+
+EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, ...]]] = {
+    "one_head": (_one_head_args, _one_head_stages, _ONE_HEAD),
     "split_heads": (
         _split_args,
-        lambda mistake=None, **a: _split(a["t"], a["num_heads"], mistake),
-        ["heads_split_without_transpose", "heads_split_interleaved"],
+        split_stages,
+        ("heads_split_without_transpose", "heads_split_interleaved"),
     ),
-    "head_scores": (
-        _head_scores_args,
-        _head_scores_reference,
-        ["no_scaling", "scaled_by_d_model", "scaled_by_d_k", "w_qk_reversed", "softmax_applied"],
-    ),
+    "head_scores": (_head_scores_args, head_scores_stages, (*_SCALING, *CIRCUIT_MISTAKES)),
     "cross_attention": (
         _cross_args,
-        reference_attention,
-        [
-            "keys_values_from_x",
-            "queries_from_context",
-            "no_scaling",
-            "scaled_by_d_model",
-            "scaled_by_d_k",
-            "softmax_over_queries",
-            "no_softmax",
-            "weights_transposed",
-            "heads_split_without_transpose",
-            "heads_merged_without_transpose",
-            "w_o_missing",
-            "keys_as_values",
-        ],
+        _cross_stages,
+        (*CONTEXT_MISTAKES, *(m for m in _MULTI_HEAD if m != "residual_added")),
     ),
 }
 
 
 def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     """Check a notebook exercise's function against its reference (see EXERCISES)."""
-    make_args, reference, mistakes = EXERCISES[name]
+    make_args, stages_of, candidates = EXERCISES[name]
     args = make_args()
-    result, problem = _call(fn, args)
+    trace, problem = _run(fn, args)
     if problem:
-        return _verdict(False, None, problem, echo)
-    out, _ = _unpack(result)
-    expected = reference(**args)
-    for mistake in mistakes if out is not None and out.shape != expected.shape else ():
-        if _close(out.detach().float(), reference(mistake=mistake, **args)):  # a telling shape
-            what, hint = MISTAKES[mistake]
-            return _verdict(False, mistake, f"✗ This looks like {what}.\n  Hint: {hint}", echo)
-    if out is None or out.shape != expected.shape:
-        got = tuple(out.shape) if out is not None else type(result).__name__
+        return _verdict(False, problem, echo)
+    out, extra = _unpack(trace.result)
+    expected = stages_of(**args)["out"]
+    if out is not None and _same(out, expected):
+        message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}."
+        return _verdict(True, message, echo)
+    findings = []
+    if out is not None:
+        stages_of_args = functools.partial(stages_of, **args)
+        findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates)
+    explained = findings and all(f.mistake for f in findings)
+    if out is None or (out.shape != expected.shape and not explained):
+        got = tuple(out.shape) if out is not None else type(trace.result).__name__
         message = f"✗ Expected shape {tuple(expected.shape)}, got {got}."
         if out is not None and sorted(out.shape) == sorted(expected.shape):
             message += " The same sizes in another order: check which dims your transpose swaps."
-        return _verdict(False, None, message, echo)
-    if _close(out.detach().float(), expected):
-        return _verdict(
-            True, None, f"✓ Correct: equal to the reference within atol {ATOL:.0e}.", echo
-        )
-    for mistake in mistakes:
-        if _close(out.detach().float(), reference(mistake=mistake, **args)):
-            what, hint = MISTAKES[mistake]
-            return _verdict(False, mistake, f"✗ This looks like {what}.\n  Hint: {hint}", echo)
-    diff = (out.detach().float() - expected).abs()
-    first = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-    return _verdict(
-        False,
-        None,
-        f"✗ Not equal to the reference: the largest difference is at index {first}.",
-        echo,
-    )
+        return _verdict(False, message, echo)
+    message = _message(findings) if findings else _fallback(out, expected)
+    return _verdict(False, message, echo, findings)
+

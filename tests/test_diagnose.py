@@ -1,10 +1,15 @@
 """helpers.diagnose: correct learner code in several styles is accepted; each catalogued mistake,
-written the way a learner would, is named; errors and shapes become messages, never tracebacks.
+each slip outside the catalogue and pairs of them, written the way a learner would, are named with
+the learner's line; errors and shapes become messages, never tracebacks.
 
-The learner implementations here are written out by hand, independently of the reference."""
+The learner implementations here and in learner_code.py are written out by hand, independently of
+the reference."""
 
+import inspect
 import math
 
+import learner_code
+import numpy as np
 import pytest
 import torch
 
@@ -13,6 +18,7 @@ from helpers.diagnose import (
     CIRCUIT_MISTAKES,
     CONTEXT_MISTAKES,
     MISTAKES,
+    SLIPS,
     check_exercise,
     diagnose,
     reference_attention,
@@ -106,13 +112,113 @@ def test_the_catalogue_has_at_least_eight_mistakes():
     assert len(MISTAKES) >= 8
 
 
-@pytest.mark.parametrize("mistake", sorted(set(MISTAKES) - {*CONTEXT_MISTAKES, *CIRCUIT_MISTAKES}))
-def test_every_catalogued_mistake_is_named(mistake):
+SWITCHED = sorted(set(MISTAKES) - {*CONTEXT_MISTAKES, *CIRCUIT_MISTAKES, "mask_filled_with_zero"})
+
+
+@pytest.mark.parametrize("mistake", SWITCHED)
+def test_every_catalogued_mistake_is_named_in_the_switched_learner(mistake):
     result = diagnose(learner(mistake), echo=False)
     assert not result.ok
-    assert result.mistake == mistake, result.message
+    assert result.mistakes == (mistake,), result.message
     assert result.message.startswith(f"✗ This looks like a known mistake ({mistake})")
-    assert "Hint: " in result.message
+    assert "\n  Where: line " in result.message and "\n  Hint: " in result.message
+
+
+def marked_lines(fn) -> list[int]:
+    """The lines of fn marked `# <-` (or `# <-1`, `# <-2`), in the order of their numbers."""
+    source, start = inspect.getsourcelines(fn)
+    marks = {}
+    for offset, line in enumerate(source):
+        if "# <-" in line:
+            marks[line.split("# <-")[1][:1].strip() or "1"] = start + offset
+    return [marks[key] for key in sorted(marks)]
+
+
+@pytest.mark.parametrize(
+    "fn", learner_code.CORRECT, ids=[fn.__name__ for fn in learner_code.CORRECT]
+)
+def test_correct_code_in_five_styles_is_accepted_with_and_without_a_mask(fn):
+    assert diagnose(fn, echo=False).ok
+    assert diagnose(fn, echo=False, mask=False).ok
+
+
+@pytest.mark.parametrize(
+    ("fn", "names", "options"),
+    learner_code.ONE_SLIP + learner_code.TWO_SLIPS,
+    ids=[fn.__name__ for fn, _, _ in learner_code.ONE_SLIP + learner_code.TWO_SLIPS],
+)
+def test_each_slip_is_named_with_the_line_that_makes_it(fn, names, options):
+    result = diagnose(fn, echo=False, **options)
+    assert not result.ok
+    assert result.mistakes == names, result.message
+    assert list(result.lines) == marked_lines(fn), result.message
+    assert result.mistake == names[0]
+    for name, line in zip(names, result.lines):
+        assert f"{name}: " in result.message or f"({name}): " in result.message
+        assert f"Where: line {line}: `" in result.message
+
+
+def test_the_cases_cover_the_catalogue_six_slips_and_four_pairs():
+    named = {name for _, names, _ in learner_code.ONE_SLIP for name in names}
+    assert set(MISTAKES) - {*CONTEXT_MISTAKES, *CIRCUIT_MISTAKES} <= named
+    assert len(named & set(SLIPS)) >= 6
+    assert len(learner_code.TWO_SLIPS) >= 4
+    styles = {fn.__name__.split("_")[0] for fn, _, _ in learner_code.ONE_SLIP}
+    assert "loop" in styles
+
+
+def test_what_a_learner_reads_for_the_zero_filled_mask():
+    fn = learner_code.mask_filled_with_zero
+    (line,) = marked_lines(fn)
+    assert diagnose(fn, echo=False).message == (
+        "✗ This looks like a known mistake (mask_filled_with_zero): masked scores are set to 0 "
+        "instead of −inf, so the softmax still gives the masked keys weight.\n"
+        f"  Where: line {line}: `scores = scores.masked_fill(~mask.unsqueeze(1), 0)  # <-`\n"
+        "  Hint: look at the value your masked_fill puts in: after the softmax, a masked key's "
+        "weight must be exactly 0, and e⁰ = 1."
+    )
+
+
+def test_what_a_learner_reads_for_two_slips_outside_the_catalogue():
+    fn = learner_code.keys_from_w_q
+    (line,) = marked_lines(fn)
+    assert diagnose(fn, echo=False).message == (
+        "✗ This looks like a known mistake (keys_from_w_q): the keys are made with w_q, so every "
+        "k equals its q.\n"
+        f"  Where: line {line}: `k = (x @ w_q.T).view(B, T, num_heads, d_k).transpose(1, 2)  # <-`\n"
+        "  Hint: look at the line that makes k: which of the weights does it multiply?"
+    )
+    fn = learner_code.scaled_after_softmax
+    (line,) = marked_lines(fn)
+    assert diagnose(fn, echo=False).message == (
+        "✗ This looks like a known mistake (scaled_after_softmax): the weights are divided by "
+        "√d_k after the softmax, instead of the scores before it, so the rows sum to 1/√d_k.\n"
+        f"  Where: line {line}: `weights = scores.softmax(dim=-1) / math.sqrt(d_k)  # <-`\n"
+        "  Hint: look at where your division happens: before or after the softmax?"
+    )
+
+
+def test_what_a_learner_reads_for_a_pair_in_the_loop():
+    fn = learner_code.loop_no_scaling_and_w_o_missing
+    first, second = marked_lines(fn)
+    assert diagnose(fn, echo=False, per_head=True).message == (
+        "✗ This looks like 2 mistakes, in the order your code makes them:\n"
+        "  1. no_scaling: the scores are not scaled.\n"
+        f"     Where: line {first}: `scores = q @ k.transpose(1, 2)  # <-1`\n"
+        "     Hint: look at the line that computes q·kᵀ: the scores should be divided by "
+        "something.\n"
+        "  2. w_o_missing: the output is the concatenation of the heads: W^O is never applied.\n"
+        f"     Where: line {second}: `return torch.cat(heads, dim=-1)  # <-2`\n"
+        "     Hint: look at your last line: one of the four matrices is not used."
+    )
+
+
+def test_a_helper_the_learner_wrote_is_shown_with_its_call():
+    fn = learner_code.heads_split_interleaved
+    (line,) = marked_lines(fn)
+    message = diagnose(fn, echo=False).message
+    assert f"Where: line {line}: `return t.view(B, T, d_k, num_heads).permute(0, 3, 1, 2)" in message
+    assert f", called from line {line + 2}: `q, k, v = split(x @ w_q.T)," in message
 
 
 def test_reference_equals_the_course_module():
@@ -152,14 +258,31 @@ def test_exceptions_and_wrong_shapes_become_messages():
     assert "mask.unsqueeze(1)" in diagnose(mask_without_head_dim, echo=False).message
 
 
-def test_unknown_mistakes_show_where_they_start():
+def test_an_unknown_slip_is_placed_at_its_stage_and_line_and_the_check_goes_on():
     def off_in_values(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         return learner()(x, w_q, w_k, 2 * w_v, w_o, num_heads, mask)
 
     result = diagnose(off_in_values, echo=False)
-    assert result.mistake is None and "matches no known mistake" in result.message
-    assert "token positions [0, 1, 2, 3, 4]" in result.message
+    assert result.mistakes == (None,) and result.findings[0].stage == "v"
+    assert result.message.startswith(
+        "✗ Your values v = x·W^V differ from the reference's (largest difference 2.39, most of all "
+        "in head 2), in a way that matches no known mistake.\n  Where: line "
+    )
 
+    def off_then_no_w_o(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        B, T, d_model = x.shape
+        q, k, v = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+        weights = (q @ k.transpose(-2, -1) / 2).softmax(-1)
+        weights = weights.roll(1, dims=-1)  # not a known mistake
+        return (weights @ v).transpose(1, 2).reshape(B, T, d_model)  # and no W^O
+
+    result = diagnose(off_then_no_w_o, echo=False, mask=False)
+    assert result.mistakes == (None, "w_o_missing"), result.message
+    assert result.findings[0].stage == "weights"
+    assert "`weights = weights.roll(1, dims=-1)  # not a known mistake`" in result.message
+
+
+def test_returned_stages_are_still_searched():
     def exposes_stages(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         w_v = w_v.clone()
         w_v[4:8] *= 2  # a slip that touches head 1 only
@@ -167,8 +290,9 @@ def test_unknown_mistakes_show_where_they_start():
         out = reference_attention(x, w_q, w_k, w_v, w_o, num_heads, mask, intermediates=stages)
         return out, stages
 
-    message = diagnose(exposes_stages, echo=False).message
-    assert "the first stage that differs is v, most of all in head 1." in message
+    result = diagnose(exposes_stages, echo=False)
+    assert result.mistakes == (None,) and result.findings[0].stage == "v"
+    assert "(largest difference 2.39, most of all in head 1)" in result.message
 
 
 def test_not_done_yet_is_polite():
@@ -213,7 +337,11 @@ def test_exercises():
     assert check_exercise(split, "split_heads", echo=False).ok
     wrong = check_exercise(split_wrong, "split_heads", echo=False)
     assert wrong.mistake == "heads_split_without_transpose"
-    assert wrong.message.startswith("✗ This looks like q, k and v are cut into heads with a view")
+    assert wrong.message.startswith(
+        "✗ This looks like a known mistake (heads_split_without_transpose): q, k and v are cut "
+        "into heads with a view"
+    )
+    assert "`return t.view(B, num_heads, T, d // num_heads)`" in wrong.message
     interleaved = check_exercise(split_interleaved, "split_heads", echo=False)
     assert interleaved.mistake == "heads_split_interleaved"
     assert "which of h and d_k comes first in your view?" in interleaved.message
@@ -223,7 +351,7 @@ def test_exercises():
         "which dims your transpose swaps."
     )
     shifted = check_exercise(split_shifted, "split_heads", echo=False)
-    assert not shifted.ok and "largest difference is at index (0, 0, 0, 0)" in shifted.message
+    assert not shifted.ok and "largest difference 11, at index (0, 0, 0, 0)" in shifted.message
 
 
 def per_head_loop(mistake=None):
@@ -317,9 +445,11 @@ def test_the_cross_attention_reference_equals_the_module_with_a_context():
 def test_the_cross_attention_exercise_names_the_mix_ups(mistake):
     assert check_exercise(cross_learner(), "cross_attention", echo=False).ok
     result = check_exercise(cross_learner(mistake), "cross_attention", echo=False)
-    assert (result.ok, result.mistake) == (False, mistake), result.message
+    assert (result.ok, result.mistakes) == (False, (mistake,)), result.message
     what, hint = MISTAKES[mistake]
-    assert result.message == f"✗ This looks like {what}.\n  Hint: {hint}"
+    head, where, hint_line = result.message.split("\n")
+    assert head == f"✗ This looks like a known mistake ({mistake}): {what}."
+    assert where.startswith("  Where: line ") and hint_line == f"  Hint: {hint}"
 
 
 def test_keys_and_values_from_two_sequences_get_a_shape_hint():
@@ -381,9 +511,11 @@ def test_the_head_scores_exercise_accepts_both_styles(style):
 @pytest.mark.parametrize("mistake", [*CIRCUIT_MISTAKES, "no_scaling", "scaled_by_d_model"])
 def test_the_head_scores_exercise_names_each_mistake(mistake):
     result = check_exercise(scores_learner(mistake), "head_scores", echo=False)
-    assert (result.ok, result.mistake) == (False, mistake), result.message
+    assert (result.ok, result.mistakes) == (False, (mistake,)), result.message
     what, hint = MISTAKES[mistake]
-    assert result.message == f"✗ This looks like {what}.\n  Hint: {hint}"
+    head, where, hint_line = result.message.split("\n")
+    assert head == f"✗ This looks like a known mistake ({mistake}): {what}."
+    assert where.startswith("  Where: line ") and hint_line == f"  Hint: {hint}"
 
 
 def test_the_head_scores_exercise_says_a_product_does_not_line_up():

@@ -1,0 +1,411 @@
+"""The mistakes learners make in attention code, and the reference computed stage by stage with
+any set of them switched on.
+
+`attention_stages(...)` returns every intermediate of multi-head attention, in the order code makes
+them: q, k, v (B, T, h·d_k); the same cut into heads (B, h, T, d_k); the scores, the masked scores
+and the weights (B, h, T, T); the heads' outputs (B, h, T, d_k); the heads merged (B, T, h·d_k);
+the output (B, T, d_model). `mistakes=("no_scaling", "w_o_missing")` computes the same with those
+two errors made; `given={"scores": t}` continues from a learner's own tensor at that stage.
+`helpers.diagnose` compares a learner's traced tensors with these stages.
+
+MISTAKES is the catalogue the notebooks' checks name; SLIPS are further single slips the trace
+names (keys made with w_q, a scale after the softmax, ...). Both map a name to (what it looks like,
+a hint that points at the line, not at the solution).
+
+Conventions: weights in nn.Linear's (out_features, in_features) layout, so a projection is
+x @ w.T; masks boolean, True = may attend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import torch
+
+from helpers.attention import attention_scores, merge_heads, split_heads
+
+__all__ = [
+    "MISTAKES",
+    "SLIPS",
+    "CONTEXT_MISTAKES",
+    "CIRCUIT_MISTAKES",
+    "STAGE_WORDS",
+    "HOME",
+    "attention_stages",
+    "head_scores_stages",
+    "split_stages",
+    "describe",
+]
+
+# name: (what it looks like, a hint that points at the line)
+MISTAKES: dict[str, tuple[str, str]] = {
+    "no_scaling": (
+        "the scores are not scaled",
+        "look at the line that computes q·kᵀ: the scores should be divided by something.",
+    ),
+    "scaled_by_d_model": (
+        "the scores are divided by √d_model",
+        "each head compares vectors of d_k features, not d_model: look at your divisor.",
+    ),
+    "scaled_by_d_k": (
+        "the scores are divided by d_k",
+        "look at your divisor: is it the right power of d_k?",
+    ),
+    "softmax_over_queries": (
+        "the softmax runs over the queries: the columns of the weights sum to 1, not the rows",
+        "look at the dim of your softmax: each query's row should sum to 1.",
+    ),
+    "no_softmax": (
+        "the weights are the raw scores, with no softmax",
+        "look at the line that turns scores into weights.",
+    ),
+    "w_o_missing": (
+        "the output is the concatenation of the heads: W^O is never applied",
+        "look at your last line: one of the four matrices is not used.",
+    ),
+    "weights_transposed": (
+        "the weight matrices are used the wrong way round (x @ w instead of x @ w.T)",
+        "look at how you apply w_q, w_k, w_v and w_o: they are stored as (out_features, "
+        "in_features), like nn.Linear's weight.",
+    ),
+    "heads_split_without_transpose": (
+        "q, k and v are cut into heads with a view to (B, h, T, d_k) directly, which mixes "
+        "tokens and heads",
+        "look at how you cut q, k, v into heads: the d_k features of one head must come from "
+        "one token. Which dims does your view split, and in which order?",
+    ),
+    "heads_split_interleaved": (
+        "each head gets every h-th feature: the view cuts d_model into (d_k, h) instead of "
+        "(h, d_k)",
+        "head i owns the d_k features next to each other, i·d_k .. (i+1)·d_k: which of h and d_k "
+        "comes first in your view?",
+    ),
+    "heads_merged_without_transpose": (
+        "the heads' outputs are put back together in the wrong order: (B, h, T, d_k) reshaped "
+        "to (B, T, d_model) directly",
+        "look at the line that merges the heads: the head dim has to move back next to d_k "
+        "before the reshape.",
+    ),
+    "keys_as_values": (
+        "the weights multiply the keys instead of the values",
+        "look at what your weights multiply.",
+    ),
+    "mask_ignored": (
+        "the mask has no effect: right without a mask, wrong with one",
+        "look at whether your mask reaches the scores at all.",
+    ),
+    "mask_inverted": (
+        "the mask is applied the wrong way round",
+        "here True means may attend (nn.MultiheadAttention uses the opposite): look at the "
+        "condition in your masked_fill.",
+    ),
+    "mask_after_softmax": (
+        "masked weights are set to 0 after the softmax, so rows no longer sum to 1",
+        "look at where you apply the mask: before or after the softmax?",
+    ),
+    "mask_filled_with_zero": (
+        "masked scores are set to 0 instead of −inf, so the softmax still gives the masked keys "
+        "weight",
+        "look at the value your masked_fill puts in: after the softmax, a masked key's weight "
+        "must be exactly 0, and e⁰ = 1.",
+    ),
+    "keys_values_from_x": (
+        "the keys and values come from x, not from the context: that is self-attention",
+        "look at what you project with w_k and w_v: in cross-attention they read the other "
+        "sequence.",
+    ),
+    "queries_from_context": (
+        "the queries come from the context, so there is one output row per context token",
+        "look at what you project with w_q: the output has one row per query, and the queries "
+        "come from x.",
+    ),
+    "w_qk_reversed": (
+        "the scores come out transposed: W_QK is built as W^K·W^Qᵀ, so row a holds key a's "
+        "scores instead of query a's",
+        "look at the order in your W_QK: q·kᵀ = (x·W^Q)·(x·W^K)ᵀ, so the queries' matrix comes "
+        "first.",
+    ),
+    "softmax_applied": (
+        "the scores went through a softmax: these are the weights, not the scores",
+        "this exercise stops before the softmax: return the scores, divided by √d_k.",
+    ),
+}
+
+CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
+CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 12's exercise: scores from W_QK
+
+SLIPS: dict[str, tuple[str, str]] = {
+    "keys_from_w_q": (
+        "the keys are made with w_q, so every k equals its q",
+        "look at the line that makes k: which of the weights does it multiply?",
+    ),
+    "values_from_w_k": (
+        "the values are made with w_k, so v equals k",
+        "look at the line that makes v: which of the weights does it multiply?",
+    ),
+    "scaled_after_softmax": (
+        "the weights are divided by √d_k after the softmax, instead of the scores before it, so "
+        "the rows sum to 1/√d_k",
+        "look at where your division happens: before or after the softmax?",
+    ),
+    "multiplied_by_sqrt_d_k": (
+        "the scores are multiplied by √d_k instead of divided by it",
+        "look at your scaling: should it make the scores smaller or larger?",
+    ),
+    "softmax_over_heads": (
+        "the softmax runs over the heads (dim 1 of (B, h, T, T)): the h heads' weights for a "
+        "query and key sum to 1, not each query's row",
+        "look at the dim of your softmax: which dim of the scores holds the keys?",
+    ),
+    "softmax_over_batch": (
+        "the softmax runs over the batch (dim 0): the two sentences' weights for a query and key "
+        "sum to 1, not each query's row",
+        "look at the dim of your softmax: which dim of the scores holds the keys?",
+    ),
+    "queries_keys_swapped": (
+        "the scores are k·qᵀ instead of q·kᵀ: row a holds how key a matches each query, so the "
+        "softmax normalises the wrong thing",
+        "look at the order of the product on this line: the rows of the scores are the queries.",
+    ),
+    "w_o_transposed": (
+        "W^O is used the wrong way round (merged @ w_o instead of merged @ w_o.T), while w_q, "
+        "w_k and w_v are right",
+        "w_o is stored as (out_features, in_features) like the other three: look at how you "
+        "apply it.",
+    ),
+    "residual_added": (
+        "x is added to the output: that is the residual connection of the block around "
+        "attention, not part of attention",
+        "look at your last line: attention returns W^O's output alone; the block adds x outside.",
+    ),
+}
+
+
+# where each mistake is made: the stage whose line the diagnosis shows (when the learner's code
+# makes that stage; otherwise the first stage the mistake changes)
+HOME: dict[str, str] = {
+    **dict.fromkeys(("no_scaling", "scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k",
+                     "queries_keys_swapped"), "scores"),  # fmt: skip
+    **dict.fromkeys(("softmax_over_queries", "softmax_over_heads", "softmax_over_batch",
+                     "scaled_after_softmax", "mask_ignored", "mask_after_softmax"),
+                    "weights"),  # fmt: skip
+    **dict.fromkeys(("no_softmax", "keys_as_values"), "heads"),
+    **dict.fromkeys(("mask_inverted", "mask_filled_with_zero"), "masked"),
+    **dict.fromkeys(("weights_transposed", "queries_from_context"), "q"),
+    **dict.fromkeys(("keys_from_w_q", "keys_values_from_x"), "k"),
+    "values_from_w_k": "v",
+    **dict.fromkeys(("heads_split_without_transpose", "heads_split_interleaved"), "q_heads"),
+    "heads_merged_without_transpose": "merged",
+    **dict.fromkeys(("w_o_missing", "w_o_transposed", "residual_added", "softmax_applied"), "out"),
+    "w_qk_reversed": "w_qk",
+}
+
+
+def describe(name: str) -> tuple[str, str]:
+    """(what it looks like, hint) for a catalogued mistake or a slip."""
+    return MISTAKES[name] if name in MISTAKES else SLIPS[name]
+
+
+# what each stage is, for a learner: "your {words} differ from the reference's"
+STAGE_WORDS: dict[str, str] = {
+    "q": "queries q = x·W^Q",
+    "k": "keys k = x·W^K",
+    "v": "values v = x·W^V",
+    "q_heads": "queries cut into heads",
+    "k_heads": "keys cut into heads",
+    "v_heads": "values cut into heads",
+    "scores": "scores q·kᵀ/√d_k",
+    "masked": "masked scores",
+    "weights": "weights (the softmax of the scores)",
+    "heads": "heads' outputs (weights·v)",
+    "merged": "heads put back side by side",
+    "out": "output",
+    "w_qk": "W_QK",
+    "xw": "x·W_QK",
+}
+
+# which earlier stages each stage is computed from: a matched stage vouches for these
+DEPENDS: dict[str, tuple[str, ...]] = {
+    "q_heads": ("q",),
+    "k_heads": ("k",),
+    "v_heads": ("v",),
+    "scores": ("q_heads", "k_heads", "q", "k", "xw"),
+    "masked": ("scores",),
+    "weights": ("masked", "scores"),
+    "heads": ("weights", "v_heads"),
+    "merged": ("heads",),
+    "out": ("merged", "weights", "scores", "heads", "q_heads"),
+    "xw": ("w_qk",),
+}
+
+# how the stages are laid out: which other layouts of the same numbers a learner may make
+KINDS: dict[str, str] = {
+    **dict.fromkeys(("q", "k", "v", "merged", "xw"), "tokens"),  # (B, T, n)
+    **dict.fromkeys(("q_heads", "k_heads", "v_heads", "heads"), "heads"),  # (B, h, T, d_k)
+    **dict.fromkeys(("scores", "masked", "weights"), "maps"),  # (B, h, T, T)
+    "out": "out",  # the returned value, exactly
+    "w_qk": "matrix",
+}
+
+_SPLITS = ("heads_split_without_transpose", "heads_split_interleaved")
+_DIVISORS = ("no_scaling", "scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k",
+             "scaled_after_softmax")  # fmt: skip
+
+
+def _divisor(mistakes: set, d_k: int, d_model: int) -> float:
+    """What the scores are divided by, under the scaling mistakes (√d_k when none)."""
+    if mistakes & {"no_scaling", "scaled_after_softmax"}:
+        return 1.0
+    if "scaled_by_d_model" in mistakes:
+        return math.sqrt(d_model)
+    if "scaled_by_d_k" in mistakes:
+        return float(d_k)
+    if "multiplied_by_sqrt_d_k" in mistakes:
+        return 1.0 / math.sqrt(d_k)
+    return math.sqrt(d_k)
+
+
+def _split(t: torch.Tensor, num_heads: int, mistakes: Iterable[str] = ()) -> torch.Tensor:
+    """(B, T, h·d_k) -> (B, h, T, d_k), or the same cut with one of the split mistakes."""
+    Bt, Tt, inner = t.shape
+    d_k = inner // num_heads
+    if "heads_split_without_transpose" in mistakes:
+        return t.reshape(Bt, num_heads, Tt, d_k)
+    if "heads_split_interleaved" in mistakes:
+        return t.reshape(Bt, Tt, d_k, num_heads).permute(0, 3, 1, 2)
+    return split_heads(t, num_heads)
+
+
+class _Stages(dict):
+    """Stages in order; a stage the learner made (`given`) replaces the reference's."""
+
+    def __init__(self, given: dict | None) -> None:
+        super().__init__()
+        self.given = given or {}
+
+    def put(self, name: str, make) -> torch.Tensor:
+        self[name] = self.given[name] if name in self.given else make()
+        return self[name]
+
+
+def attention_stages(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    w_o: torch.Tensor | None,
+    num_heads: int,
+    mask: torch.Tensor | None = None,
+    context: torch.Tensor | None = None,
+    mistakes: Iterable[str] = (),
+    given: dict | None = None,
+) -> dict[str, torch.Tensor]:
+    """Every stage of multi-head attention, in order, with `mistakes` made (see the module doc).
+
+    x (B, T, d_model); weights (h·d_k, d_model), w_o (d_model, h·d_k) or None (one-head
+    exercises: out = merged); mask (B, T_q, T_k) or None ("masked" is then left out); context
+    (B, T_k, d_model) gives the keys and values (cross-attention).
+    """
+    m = set(mistakes)
+    s = _Stages(given)
+    source = x if context is None or "keys_values_from_x" in m else context
+    if "queries_from_context" in m:
+        x = source
+    d_model = x.shape[-1]
+    d_k = w_q.shape[0] // num_heads
+
+    def project(t: torch.Tensor, w: torch.Tensor, is_w_o: bool = False) -> torch.Tensor:
+        backwards = "weights_transposed" in m or (is_w_o and "w_o_transposed" in m)
+        return t @ w if backwards else t @ w.T
+
+    w_k_used = w_q if "keys_from_w_q" in m else w_k
+    w_v_used = w_k if "values_from_w_k" in m else w_v
+    s.put("q", lambda: project(x, w_q))  # (B, T_q, h·d_k)
+    s.put("k", lambda: project(source, w_k_used))  # (B, T_k, h·d_k)
+    s.put("v", lambda: project(source, w_v_used))
+    for name in ("q", "k", "v"):  # (B, h, T, d_k)
+        s.put(f"{name}_heads", lambda name=name: _split(s[name], num_heads, m & set(_SPLITS)))
+    q, k = s["q_heads"], s["k_heads"]
+    if not m & {*_DIVISORS, "queries_keys_swapped"}:
+        s.put("scores", lambda: attention_scores(q, k))  # (B, h, T_q, T_k), the course's own
+    elif "queries_keys_swapped" in m:
+        s.put("scores", lambda: k @ q.transpose(-2, -1) / _divisor(m, d_k, d_model))
+    else:
+        s.put("scores", lambda: q @ k.transpose(-2, -1) / _divisor(m, d_k, d_model))
+    allowed = None if mask is None else mask.unsqueeze(-3)  # (B, 1, T_q, T_k)
+    if allowed is not None and "mask_inverted" in m:
+        allowed = ~allowed
+    if allowed is not None:
+        s.put("masked", lambda: _masked(s["scores"], allowed, m))
+    before_softmax = s["masked"] if allowed is not None else s["scores"]
+
+    def weights() -> torch.Tensor:
+        if "no_softmax" in m:
+            return before_softmax
+        dim = 1 if "softmax_over_heads" in m else 0 if "softmax_over_batch" in m else -1
+        w = before_softmax.softmax(dim=-2 if "softmax_over_queries" in m else dim)
+        if "scaled_after_softmax" in m:
+            w = w / math.sqrt(d_k)
+        if allowed is not None and "mask_after_softmax" in m:
+            w = w.masked_fill(~allowed, 0.0)
+        return w
+
+    s.put("weights", weights)
+    values = s["k_heads"] if "keys_as_values" in m else s["v_heads"]
+    s.put("heads", lambda: s["weights"] @ values)  # (B, h, T_q, d_k)
+
+    def merged() -> torch.Tensor:
+        if "heads_merged_without_transpose" in m:
+            Bh, h, Th, dh = s["heads"].shape
+            return s["heads"].reshape(Bh, Th, h * dh)
+        return merge_heads(s["heads"])  # (B, T_q, h·d_k)
+
+    s.put("merged", merged)
+
+    def out() -> torch.Tensor:
+        if w_o is None or "w_o_missing" in m:
+            result = s["merged"]
+        else:
+            result = project(s["merged"], w_o, is_w_o=True)  # (B, T_q, d_model)
+        return result + x if "residual_added" in m else result
+
+    s.put("out", out)
+    return dict(s)
+
+
+def _masked(scores: torch.Tensor, allowed: torch.Tensor, m: set) -> torch.Tensor:
+    if m & {"mask_ignored", "mask_after_softmax"}:
+        return scores
+    fill = 0.0 if "mask_filled_with_zero" in m else float("-inf")
+    return scores.masked_fill(~allowed, fill)
+
+
+def head_scores_stages(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    mistakes: Iterable[str] = (),
+    given: dict | None = None,
+) -> dict[str, torch.Tensor]:
+    """12's exercise, stage by stage: one head's W_QK = W^Q·W^Kᵀ (x·W layout, d_model x d_model),
+    x·W_QK (B, T, d_model), the scores x·W_QK·xᵀ / √d_k (B, T, T); out = the scores."""
+    m = set(mistakes)
+    s = _Stages(given)
+    d_k, d_model = w_q.shape
+    s.put("q", lambda: x @ w_q.T)  # (B, T, d_k): some learners go through q and k instead
+    s.put("k", lambda: x @ w_k.T)
+    s.put("w_qk", lambda: w_k.T @ w_q if "w_qk_reversed" in m else w_q.T @ w_k)
+    s.put("xw", lambda: x @ s["w_qk"])  # (B, T, d_model)
+    s.put("scores", lambda: s["xw"] @ x.transpose(-2, -1) / _divisor(m, d_k, d_model))
+    s.put("out", lambda: s["scores"].softmax(-1) if "softmax_applied" in m else s["scores"])
+    return dict(s)
+
+
+def split_stages(
+    t: torch.Tensor, num_heads: int, mistakes: Iterable[str] = (), given: dict | None = None
+) -> dict[str, torch.Tensor]:
+    """03's exercise: (B, T, d_model) cut into (B, h, T, d_k), the only stage."""
+    s = _Stages(given)
+    s.put("out", lambda: _split(t, num_heads, mistakes))
+    return dict(s)

@@ -1,0 +1,143 @@
+"""Record every tensor a learner's function makes, with the line of their code that made it.
+
+`trace_call(fn, args)` runs `fn(*args)` under a `torch.overrides.TorchFunctionMode`: each torch
+function or tensor method the learner calls (matmul, view, softmax, masked_fill_, einsum,
+F.scaled_dot_product_attention, ...) is recorded as a `Record`: a float32 copy of the tensor it
+returned, taken at that moment (so an in-place op that changes the tensor later does not change
+the record), the op's name, and the line of the learner's own code (the innermost frame outside
+`helpers` and torch). `helpers.diagnose` then looks among these for the reference's stages.
+
+Torch only; the trace adds well under a millisecond to the course's small exercises.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+__all__ = ["Record", "Trace", "trace_call"]
+
+_HELPERS = str(Path(__file__).resolve().parent)
+_TORCH = str(Path(torch.__file__).resolve().parent)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One tensor the learner's code made: its value then, the op, and the learner's line."""
+
+    tensor: torch.Tensor  # float32 copy, detached
+    op: str
+    lineno: int | None
+    code: str  # the source of that line, stripped ("" if unknown)
+    caller: tuple[int, str] | None = None  # the line in the function checked, if lineno is in
+    # another function of the learner's (a helper they wrote), else None
+    family: int = -1  # records that are views or copies of one another share a family
+
+    @property
+    def where(self) -> str:
+        """'line 7: `scores = q @ k.transpose(-2, -1)`', or '' when the line is unknown; with
+        ', called from line 9: `...`' when the line is in a helper of the learner's."""
+        if self.lineno is None:
+            return ""
+        text = _line(self.lineno, self.code)
+        return f"{text}, called from {_line(*self.caller)}" if self.caller else text
+
+
+def _line(lineno: int, code: str) -> str:
+    return f"line {lineno}: `{code}`" if code else f"line {lineno}"
+
+
+@dataclass
+class Trace:
+    """What one call did: its result (or the exception it raised) and the records, in order."""
+
+    result: object
+    error: BaseException | None
+    records: list[Record]
+
+    def record_of(self, tensor: torch.Tensor) -> Record | None:
+        """The last record made as `tensor` itself (the same object), if any."""
+        for obj, record in reversed(self._made):
+            if obj is tensor:
+                return record
+        return None
+
+    _made: list  # (the tensor object the op returned, its record), kept alive for `is`
+
+
+@functools.lru_cache(maxsize=256)
+def _is_internal(filename: str) -> bool:
+    path = str(Path(filename).resolve()) if filename.startswith("/") else filename
+    return path.startswith((_HELPERS, _TORCH)) or filename.startswith("<frozen")
+
+
+def _learner_lines(stop) -> tuple[int | None, str, tuple[int, str] | None]:
+    """(line, code, caller) of the innermost frame outside helpers and torch; caller is the
+    outermost such frame below trace_call (the function checked) when it is another frame."""
+    frame, learner = sys._getframe(2), []
+    while frame is not None and frame.f_code is not stop:
+        if not _is_internal(frame.f_code.co_filename):
+            learner.append(frame)
+        frame = frame.f_back
+    if not learner:
+        return None, "", None
+    inner, outer = learner[0], learner[-1]
+    lines = [
+        (f.f_lineno, linecache.getline(f.f_code.co_filename, f.f_lineno, f.f_globals).strip())
+        for f in (inner, outer)
+    ]
+    # a helper the learner wrote sits between: say where it was called from (a comprehension's
+    # own frame does not count: its line is the one to show)
+    helper = any(not f.f_code.co_name.startswith("<") for f in learner[:-1])
+    return *lines[0], (lines[1] if helper else None)
+
+
+# ops whose result holds the same numbers as their input, laid out another way (or a part of them)
+_SAME_NUMBERS = {
+    "view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "flatten",
+    "unflatten", "t", "expand", "clone", "detach", "to", "float", "double", "chunk", "split",
+    "unbind", "__getitem__", "narrow", "select", "movedim", "swapaxes", "swapdims", "view_as",
+    "reshape_as", "__get__",
+}  # fmt: skip
+
+
+class _Recorder(TorchFunctionMode):
+    def __init__(self, stop) -> None:
+        super().__init__()
+        self.stop = stop  # the code object of trace_call: frames above it are not the learner's
+        self.made: list = []
+        self.families: dict[int, int] = {}  # id of a tensor made here -> its family
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", type(func).__name__)
+        source = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        family = len(self.made)  # a new family, unless the op only rearranges its input
+        if name in _SAME_NUMBERS and source is not None:
+            family = self.families.get(id(source), family)
+        tensors = out if isinstance(out, tuple | list) else (out,)
+        for t in tensors:
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() >= 2:
+                copy = t.detach().to(torch.float32, copy=True)
+                lines = _learner_lines(self.stop)
+                self.made.append((t, Record(copy, name, *lines, family=family)))
+                self.families[id(t)] = family
+        return out
+
+
+def trace_call(fn: Callable, args: Sequence) -> Trace:
+    """Call fn(*args) under the recorder, with no autograd; never raises for the learner's code."""
+    recorder = _Recorder(trace_call.__code__)
+    try:
+        with torch.no_grad(), recorder:
+            result, error = fn(*args), None
+    except Exception as err:  # noqa: BLE001 - the learner's error, reported by the caller
+        result, error = None, err
+    return Trace(result, error, [r for _, r in recorder.made], recorder.made)
