@@ -343,8 +343,7 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
             options = []
             for _, name, trials in (option for option in scored if option[0] == top):
                 places = [
-                    _where_named(name, run.stages, *t, run.records)
-                    for run, t in zip(runs, trials)
+                    _where_named(name, run.stages, *t, run.records) for run, t in zip(runs, trials)
                 ]
                 stage, record = next((p for p in places if p[1] is not None), places[-1])
                 options.append((_position(record, runs), name, stage, record, trials))
@@ -760,4 +759,3 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         return _verdict(False, message, echo)
     message = _message(findings) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings)
-

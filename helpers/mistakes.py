@@ -185,11 +185,27 @@ SLIPS: dict[str, tuple[str, str]] = {
 # where each mistake is made: the stage whose line the diagnosis shows (when the learner's code
 # makes that stage; otherwise the first stage the mistake changes)
 HOME: dict[str, str] = {
-    **dict.fromkeys(("no_scaling", "scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k",
-                     "queries_keys_swapped"), "scores"),  # fmt: skip
-    **dict.fromkeys(("softmax_over_queries", "softmax_over_heads", "softmax_over_batch",
-                     "scaled_after_softmax", "mask_ignored", "mask_after_softmax"),
-                    "weights"),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "no_scaling",
+            "scaled_by_d_model",
+            "scaled_by_d_k",
+            "multiplied_by_sqrt_d_k",
+            "queries_keys_swapped",
+        ),
+        "scores",
+    ),  # fmt: skip
+    **dict.fromkeys(
+        (
+            "softmax_over_queries",
+            "softmax_over_heads",
+            "softmax_over_batch",
+            "scaled_after_softmax",
+            "mask_ignored",
+            "mask_after_softmax",
+        ),
+        "weights",
+    ),  # fmt: skip
     **dict.fromkeys(("no_softmax", "keys_as_values"), "heads"),
     **dict.fromkeys(("mask_inverted", "mask_filled_with_zero"), "masked"),
     **dict.fromkeys(("weights_transposed", "queries_from_context"), "q"),

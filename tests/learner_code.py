@@ -31,9 +31,7 @@ def view_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
 def minus_1e9_in_place(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
-    q, k, v = (
-        (x @ w.T).reshape(B, T, num_heads, d_k).permute(0, 2, 1, 3) for w in (w_q, w_k, w_v)
-    )
+    q, k, v = ((x @ w.T).reshape(B, T, num_heads, d_k).permute(0, 2, 1, 3) for w in (w_q, w_k, w_v))
     scores = torch.matmul(q, k.permute(0, 1, 3, 2))
     scores /= d_k**0.5
     if mask is not None:

@@ -185,7 +185,8 @@ def test_what_a_learner_reads_for_two_slips_outside_the_catalogue():
     assert diagnose(fn, echo=False).message == (
         "✗ This looks like a known mistake (keys_from_w_q): the keys are made with w_q, so every "
         "k equals its q.\n"
-        f"  Where: line {line}: `k = (x @ w_q.T).view(B, T, num_heads, d_k).transpose(1, 2)  # <-`\n"
+        f"  Where: line {line}: "
+        "`k = (x @ w_q.T).view(B, T, num_heads, d_k).transpose(1, 2)  # <-`\n"
         "  Hint: look at the line that makes k: which of the weights does it multiply?"
     )
     fn = learner_code.scaled_after_softmax
@@ -217,7 +218,7 @@ def test_a_helper_the_learner_wrote_is_shown_with_its_call():
     fn = learner_code.heads_split_interleaved
     (line,) = marked_lines(fn)
     message = diagnose(fn, echo=False).message
-    assert f"Where: line {line}: `return t.view(B, T, d_k, num_heads).permute(0, 3, 1, 2)" in message
+    assert f"Where: line {line}: `return t.view(B, T, d_k, num_heads).permute(0, 3, 1," in message
     assert f", called from line {line + 2}: `q, k, v = split(x @ w_q.T)," in message
 
 
@@ -527,3 +528,90 @@ def test_the_head_scores_exercise_says_a_product_does_not_line_up():
     assert result.message.startswith("✗ Your function raised RuntimeError:")
     assert "(line " in result.message and "w_qk @ x.transpose" in result.message
     assert "Hint: the two sides of a product do not line up" in result.message
+
+
+def test_nothing_the_learners_code_does_raises(capsys):
+    def correct_as_list(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        print("debugging", x.shape)  # a print stays a print
+        return [learner_code.view_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask), None]
+
+    assert diagnose(correct_as_list, echo=False).ok
+    assert "debugging torch.Size([2, 5, 12])" in capsys.readouterr().out
+
+    def in_double_precision(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        weights = [w.double() for w in (w_q, w_k, w_v, w_o)]
+        return learner_code.no_scaling(x.double(), *weights, num_heads, mask)
+
+    result = diagnose(in_double_precision, echo=False)
+    assert result.mistakes == ("no_scaling",)
+
+    def zero_fill_in_place(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        B, T, d_model = x.shape
+        q, k, v = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+        scores = q @ k.transpose(-2, -1)
+        scores.div_(2.0)
+        if mask is not None:
+            scores.masked_fill_(~mask.unsqueeze(1), 0.0)  # the 0-fill, in place
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+        return out @ w_o.T
+
+    result = diagnose(zero_fill_in_place, echo=False)
+    assert result.mistakes == ("mask_filled_with_zero",)
+    assert "`scores.masked_fill_(~mask.unsqueeze(1), 0.0)  # the 0-fill, in place`" in (
+        result.message
+    )
+
+    def all_nan(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        return torch.full_like(x, float("nan"))
+
+    def integers(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        return torch.zeros(x.shape, dtype=torch.int64)
+
+    def through_numpy(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        return torch.from_numpy(np.tanh(x.numpy()))
+
+    def changes_its_inputs(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        x.mul_(2)
+        w_q.zero_()
+        return x
+
+    for fn in (all_nan, integers, through_numpy, changes_its_inputs):
+        result = diagnose(fn, echo=False)
+        assert not result.ok and result.message.startswith("✗ "), fn.__name__
+        assert "Traceback" not in result.message
+
+    def returns_text(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        return "attention"
+
+    assert diagnose(returns_text, echo=False).message == (
+        "✗ Your function returned str; it should return out (B, T, d_model)."
+    )
+
+    def raises_in_a_helper(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        def heads(t):
+            return t.view(2, 5, num_heads, 5)  # 12 features do not make 3 heads of 5
+
+        return heads(x @ w_q.T)
+
+    message = diagnose(raises_in_a_helper, echo=False).message
+    assert message.startswith("✗ Your function raised RuntimeError: shape '[2, 5, 3, 5]' is")
+    assert "`return t.view(2, 5, num_heads, 5)  # 12 features do not make 3 heads of 5`" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "fn", "mistakes"),
+    [
+        ("one_head", lambda x, w_q, w_k, w_v: (x @ w_q.T @ (x @ w_q.T).mT / 2).softmax(-1)
+         @ (x @ w_v.T), ("keys_from_w_q",)),
+        ("one_head", lambda x, w_q, w_k, w_v: (x @ w_q.T @ (x @ w_k.T).mT).softmax(-2)
+         @ (x @ w_v.T), ("no_scaling", "softmax_over_queries")),
+        ("head_scores", lambda x, w_q, w_k: x @ (w_q.T @ w_k) @ x.mT * 2,
+         ("multiplied_by_sqrt_d_k",)),
+        ("split_heads", lambda t, num_heads: t.view(2, 5, 4, 3).transpose(1, 3).transpose(2, 3),
+         ("heads_split_interleaved",)),
+    ],
+)  # fmt: skip
+def test_every_exercise_uses_the_traced_engine(name, fn, mistakes):
+    result = check_exercise(fn, name, echo=False)
+    assert result.mistakes == mistakes, result.message
+    assert "Where: line " in result.message
