@@ -615,3 +615,24 @@ def test_every_exercise_uses_the_traced_engine(name, fn, mistakes):
     result = check_exercise(fn, name, echo=False)
     assert result.mistakes == mistakes, result.message
     assert "Where: line " in result.message
+
+
+def test_the_readme_example_is_what_diagnose_prints(tmp_path, monkeypatch, capsys):
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("02's loop written with two slips") :]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = section.split("```text\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "readme_loop.py").write_text("import torch\n\n\n" + code)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import readme_loop
+
+    line_shift = 3  # the import added above the README's code
+    result = diagnose(readme_loop.my_attention, per_head=True)
+    assert capsys.readouterr().out == printed.replace(
+        "line 5:", f"line {5 + line_shift}:"
+    ).replace("line 7:", f"line {7 + line_shift}:")
+    assert result.mistakes == ("no_scaling", "w_o_missing")
+    counts = f"from {len(MISTAKES)} catalogued ones and {len(SLIPS)} further slips"
+    assert counts in " ".join(readme.split())
