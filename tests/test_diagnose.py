@@ -628,11 +628,9 @@ def test_the_readme_example_is_what_diagnose_prints(tmp_path, monkeypatch, capsy
     monkeypatch.syspath_prepend(str(tmp_path))
     import readme_loop
 
-    line_shift = 3  # the import added above the README's code
     result = diagnose(readme_loop.my_attention, per_head=True)
-    assert capsys.readouterr().out == printed.replace(
-        "line 5:", f"line {5 + line_shift}:"
-    ).replace("line 7:", f"line {7 + line_shift}:")
+    shifted = printed.replace("line 5:", "line 8:").replace("line 7:", "line 10:")
+    assert capsys.readouterr().out == shifted  # 3 lines more: the import added above
     assert result.mistakes == ("no_scaling", "w_o_missing")
     counts = f"from {len(MISTAKES)} catalogued ones and {len(SLIPS)} further slips"
     assert counts in " ".join(readme.split())
