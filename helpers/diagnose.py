@@ -734,6 +734,14 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
 }
 
 
+# what each exercise returns, for a learner, and where to look when it differs in no known way
+EXERCISE_OUT: dict[str, tuple[str, str]] = {
+    "one_head": ("output (weights·v)", STAGE_HINTS["heads"]),
+    "split_heads": ("heads (t cut into h blocks of d_k)", STAGE_HINTS["q_heads"]),
+    "head_scores": ("scores x·W_QK·xᵀ/√d_k", STAGE_HINTS["scores"]),
+}
+
+
 def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     """Check a notebook exercise's function against its reference (see EXERCISES)."""
     make_args, stages_of, candidates = EXERCISES[name]
@@ -757,5 +765,5 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         if out is not None and sorted(out.shape) == sorted(expected.shape):
             message += " The same sizes in another order: check which dims your transpose swaps."
         return _verdict(False, message, echo)
-    message = _message(findings) if findings else _fallback(out, expected)
+    message = _message(findings, EXERCISE_OUT.get(name)) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings)
