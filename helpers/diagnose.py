@@ -77,7 +77,7 @@ class Finding:
     stage: str  # the first stage where it shows (a key of STAGE_WORDS)
     record: Record | None  # the learner's tensor there, with its line
     detail: str = ""  # for an unknown difference: how large, and where
-    position: tuple[int, int] = (0, 0)  # where its record is in the trace (run, index)
+    position: int = 0  # where its record stands in the code's order (see _position)
 
 
 @dataclass
@@ -178,19 +178,27 @@ class _Hits:
         self.seen: dict[tuple, list[int]] = {}
 
     def __call__(self, name: str, value: torch.Tensor) -> list[int]:
+        """The matching records, in order."""
+        return self.per_form(name, value)[0]
+
+    def per_form(self, name: str, value: torch.Tensor) -> tuple[list[int], list[int]]:
+        """(the matching records in order, the first match of each form): one head's slice, the
+        transpose, ... each has its own first match."""
         kind = KINDS[name]
         key = (kind, tuple(value.shape), value.detach().contiguous().numpy().tobytes())
         if key not in self.seen:
             if kind == "out":
                 same = bool(self.records) and _same(self.records[-1].tensor, value)
-                self.seen[key] = [len(self.records) - 1] if same else []
+                last = [len(self.records) - 1] if same else []
+                self.seen[key] = (last, last)
             else:
-                self.seen[key] = sorted(
-                    i
+                per_form = [
+                    [i for i in self.by_shape.get(tuple(form.shape), ())
+                     if _same(self.records[i].tensor, form)]
                     for form in _forms(value, kind)
-                    for i in self.by_shape.get(tuple(form.shape), ())
-                    if _same(self.records[i].tensor, form)
-                )
+                ]  # fmt: skip
+                hits = sorted({i for form_hits in per_form for i in form_hits})
+                self.seen[key] = (hits, [form_hits[0] for form_hits in per_form if form_hits])
         return self.seen[key]
 
 
@@ -200,9 +208,9 @@ def _match(stages: dict, records: list[Record], hits_of: _Hits | None = None) ->
     hits_of = hits_of or _Hits(records)
     found = _Found()
     found.borrowed = set()
-    owners: dict[int, str] = {}  # family of records -> the first stage that took one
+    owners: dict[int, str] = {}  # family of records -> the first stage that took it
     for name, value in stages.items():
-        hits = hits_of(name, value)
+        hits, firsts = hits_of.per_form(name, value)
         if not hits:
             continue
         if value.isnan().all():  # equals NaN everywhere, and proves nothing
@@ -217,7 +225,8 @@ def _match(stages: dict, records: list[Record], hits_of: _Hits | None = None) ->
         found[name] = free[0] if free else hits[0]
         if not free:
             found.borrowed.add(name)
-        owners.setdefault(records[found[name]].family, name)
+        for i in firsts if free else ():  # a loop's heads: each head's tensor is this stage's
+            owners.setdefault(records[i].family, name)
     return found
 
 
@@ -394,13 +403,23 @@ def _changed_input(stage: str, run: _Run) -> str | None:
     return None
 
 
-def _position(record: Record | None, runs: list[_Run]) -> tuple[int, int]:
-    """(run, index) of a record: findings are listed in the order the learner's code makes them."""
-    for r, run in enumerate(runs):
+def _position(record: Record | None, runs: list[_Run]) -> int:
+    """Where a record stands in the code's order: its index in the last run (with a mask: the
+    run that makes every step), matched by line, op and shape; else its index in its own run."""
+    if record is None:
+        return len(runs[-1].records)
+    for other_index, other in enumerate(runs[-1].records):
+        if (other.lineno, other.op, other.tensor.shape) == (
+            record.lineno,
+            record.op,
+            record.tensor.shape,
+        ):
+            return other_index
+    for run in runs:
         for i, other in enumerate(run.records):
             if other is record:
-                return r, i
-    return len(runs), 0
+                return i
+    return len(runs[-1].records)
 
 
 # --- messages ---------------------------------------------------------------------------------
@@ -540,6 +559,8 @@ def _records(trace: Trace, out: torch.Tensor, extra: dict) -> list[Record]:
     ]
     made = trace.record_of(out)
     where = (made.lineno, made.code, made.caller) if made else (None, "", None)
+    if trace.returned_at and not (made and made.caller):  # the learner's `return` line
+        where = (*trace.returned_at, None)
     family = made.family if made else -1 - len(extra)
     final = Record(out.detach().to(torch.float32), "return", *where, family=family)
     return [*trace.records, *returned, final]

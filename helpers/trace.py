@@ -61,6 +61,7 @@ class Trace:
     result: object
     error: BaseException | None
     records: list[Record]
+    returned_at: tuple[int, str] | None  # the learner's `return` line: (line, code)
 
     def record_of(self, tensor: torch.Tensor) -> Record | None:
         """The last record made as `tensor` itself (the same object), if any."""
@@ -135,9 +136,27 @@ class _Recorder(TorchFunctionMode):
 def trace_call(fn: Callable, args: Sequence) -> Trace:
     """Call fn(*args) under the recorder, with no autograd; never raises for the learner's code."""
     recorder = _Recorder(trace_call.__code__)
+    returned_at: list[tuple[int, str]] = []
+
+    def on_return(frame, event, arg) -> None:  # the line of the learner's own `return`
+        if (
+            event == "return"
+            and frame.f_back is not None
+            and frame.f_back.f_code is here
+            and not _is_internal(frame.f_code.co_filename)
+        ):
+            code = linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
+            returned_at.append((frame.f_lineno, code.strip()))
+
+    here = trace_call.__code__
+    previous = sys.getprofile()
+    sys.setprofile(on_return)
     try:
         with torch.no_grad(), recorder:
             result, error = fn(*args), None
     except Exception as err:  # noqa: BLE001 - the learner's error, reported by the caller
         result, error = None, err
-    return Trace(result, error, [r for _, r in recorder.made], recorder.made)
+    finally:
+        sys.setprofile(previous)
+    at = returned_at[-1] if returned_at and error is None else None
+    return Trace(result, error, [r for _, r in recorder.made], at, recorder.made)

@@ -462,3 +462,16 @@ TWO_SLIPS = [
     ),
     (weights_transposed_and_mask_inverted, ("weights_transposed", "mask_inverted"), {}),
 ]
+
+
+def mask_inverted_and_w_o_missing(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    q, k, v = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(mask[:, None], float("-inf"))  # <-1
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out  # <-2
+
+
+TWO_SLIPS.append((mask_inverted_and_w_o_missing, ("mask_inverted", "w_o_missing"), {}))
