@@ -275,8 +275,10 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
     shapes = {tuple(f.shape) for f in _forms(stages[stage], KINDS[stage])}
     start = max((found[d] for d in DEPENDS.get(stage, ()) if d in found), default=-1)
     taken = set(found.values())
+    families = {records[i].family for i in taken}  # a view of a matched tensor is not new
     candidates = [i for i in range(start + 1, len(records) - 1)
-                  if tuple(records[i].tensor.shape) in shapes and i not in taken]  # fmt: skip
+                  if tuple(records[i].tensor.shape) in shapes and i not in taken
+                  and records[i].family not in families]  # fmt: skip
     if not candidates:
         return None
     ops = [records[i].op for i in candidates]
@@ -297,17 +299,35 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
     if not forms:
         return f"shape {tuple(mine.shape)}, where the reference has {tuple(value.shape)}"
     diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
-    diff = min(diffs, key=lambda d: float(d.max()))
+    diff, form = min(zip(diffs, forms), key=lambda pair: float(pair[0].max()))
     text = f"largest difference {float(diff.max()):.3g}"
+    hidden, theirs = _comparable(mine) <= _MOST_NEGATIVE, _comparable(form) <= _MOST_NEGATIVE
+    if (hidden != theirs).any():  # -inf against a number: say which entries, not 1e4
+        extra, missing = int((hidden & ~theirs).sum()), int((theirs & ~hidden).sum())
+        parts = [_entries(extra, "masked that the reference keeps") if extra else "",
+                 _entries(missing, "kept that the reference masks") if missing else ""]  # fmt: skip
+        text = ", ".join(part for part in parts if part)
+        diff = (hidden != theirs).float()
     if KINDS[stage] == "out":
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
         return f"{text}, at index {where}"
     if diff.dim() == 4 and mine.shape == value.shape and value.shape[1] > 1:
-        return f"{text}, most of all in head {int(diff.amax(dim=(0, 2, 3)).argmax())}"
+        return f"{text}, {_which_heads(diff.amax(dim=(0, 2, 3)))}"
     if KINDS[stage] == "tokens" and heads > 1 and mine.shape == value.shape:  # (B, T, h·d_k)
-        per_head = diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3))
-        return f"{text}, most of all in head {int(per_head.argmax())}"
+        return f"{text}, {_which_heads(diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3)))}"
     return text
+
+
+def _entries(n: int, how: str) -> str:
+    return f"{n} {'entry' if n == 1 else 'entries'} {how}"
+
+
+def _which_heads(per_head: torch.Tensor) -> str:
+    """'only in heads 1, 2' when some heads are right, else 'most of all in head 1'."""
+    wrong = [i for i, d in enumerate(per_head.tolist()) if d > ATOL]
+    if 0 < len(wrong) < len(per_head):
+        return f"only in head{'s' if len(wrong) > 1 else ''} {', '.join(map(str, wrong))}"
+    return f"most of all in head {int(per_head.argmax())}"
 
 
 class _Run:
@@ -367,20 +387,32 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
         first = pending[0]
         stage = next(n for n in first.stages if n not in _vouched(first.found, first.stages))
         stage = _changed_input(stage, first) or stage
+        target = _cut_first(stage, first)  # the stage whose tensor the learner made instead
         followed = []
         for run in pending:
-            i = _role(stage, run.stages, run.found, run.records)
+            i = _role(target, run.stages, run.found, run.records)
             followed.append((run, run.records[i] if i is not None else None))
         record = followed[0][1]
         heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
-        detail = _difference(record.tensor, stage, first.stages[stage], heads) if record else ""
+        detail = _difference(record.tensor, target, first.stages[target], heads) if record else ""
         findings.append(Finding(None, stage, record, detail, _position(record, runs)))
-        if any(r is None or r.tensor.shape != run.stages[stage].shape for run, r in followed):
+        if any(r is None or r.tensor.shape != run.stages[target].shape for run, r in followed):
             break  # the learner's tensor is laid out another way: stop here
         for run, r in followed:
-            run.given[stage] = r.tensor
+            run.given[target] = r.tensor
             run.stages, run.found = run.trial(tuple(made))
     return sorted(findings, key=lambda f: f.position)
+
+
+def _cut_first(stage: str, run: _Run) -> str:
+    """q, k or v's heads stage when the learner's first tensor in its place is already cut into
+    heads (v = x.view(B, T, h, d_k) made from x, not from x·W^V), else the stage itself."""
+    cut = f"{stage}_heads"
+    if stage not in ("q", "k", "v") or cut not in run.stages:
+        return stage
+    flat = _role(stage, run.stages, run.found, run.records)
+    split = _role(cut, run.stages, run.found, run.records)
+    return cut if split is not None and (flat is None or split < flat) else stage
 
 
 def _changed_input(stage: str, run: _Run) -> str | None:

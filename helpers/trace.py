@@ -124,6 +124,8 @@ class _Recorder(TorchFunctionMode):
         if name in _SAME_NUMBERS and source is not None:
             family = self.families.get(id(source), family)
         tensors = out if isinstance(out, tuple | list) else (out,)
+        if name == "__setitem__" and source is not None:  # t[i] = ...: t itself, changed
+            tensors = (source,)
         for t in tensors:
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() >= 2:
                 copy = t.detach().to(torch.float32, copy=True)

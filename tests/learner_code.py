@@ -475,3 +475,29 @@ def mask_inverted_and_w_o_missing(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
 
 
 TWO_SLIPS.append((mask_inverted_and_w_o_missing, ("mask_inverted", "w_o_missing"), {}))
+
+
+# --- slips no catalogue names: reported at their stage and line, with how they differ ----------
+
+
+def values_from_x(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q = (x @ w_q.T).view(B, T, num_heads, d_k).transpose(1, 2)
+    k = (x @ w_k.T).view(B, T, num_heads, d_k).transpose(1, 2)
+    v = x.view(B, T, num_heads, d_k).transpose(1, 2)  # <-
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+    out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def mask_on_first_head_only(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    q, k, v = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores[:, 0] = scores[:, 0].masked_fill(~mask, float("-inf"))  # <-
+    out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T

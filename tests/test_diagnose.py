@@ -258,6 +258,46 @@ def test_an_unknown_slip_is_placed_at_its_stage_and_line_and_the_check_goes_on()
     assert "`weights = weights.roll(1, dims=-1)  # not a known mistake`" in result.message
 
 
+def test_values_made_from_x_are_placed_on_the_line_that_makes_them():
+    fn = learner_code.values_from_x  # v already cut into heads on the line that skips W^V
+    (line,) = marked_lines(fn)
+    result = diagnose(fn, echo=False)
+    assert result.mistakes == (None,) and result.lines == (line,), result.message
+    assert result.message.startswith(
+        "✗ Your values v = x·W^V differ from the reference's (largest difference "
+    )
+    assert f"  Where: line {line}: `v = x.view(B, T, num_heads, d_k).transpose(1, 2)  # <-`" in (
+        result.message
+    )
+
+
+def test_a_mask_set_in_place_on_one_head_says_which_heads_and_entries():
+    fn = learner_code.mask_on_first_head_only  # scores[:, 0] = ...: an indexed assignment
+    (line,) = marked_lines(fn)
+    result = diagnose(fn, echo=False)
+    masked = int((~diagnose_inputs_mask()).sum()) * 2  # two heads of three left unmasked
+    assert result.message == (
+        "✗ Your masked scores differ from the reference's "
+        f"({masked} entries kept that the reference masks, only in heads 1, 2), in a way that "
+        "matches no known mistake.\n"
+        f"  Where: line {line}: "
+        '`scores[:, 0] = scores[:, 0].masked_fill(~mask, float("-inf"))  # <-`\n'
+        "  Hint: look at the mask's condition and the value your masked_fill puts in."
+    )
+
+
+def diagnose_inputs_mask() -> torch.Tensor:
+    """The mask diagnose() passes: (B, T, T), True = may attend."""
+    seen = {}
+
+    def spy(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        seen["mask"] = mask
+        return reference_attention(x, w_q, w_k, w_v, w_o, num_heads, mask)
+
+    diagnose(spy, echo=False)
+    return seen["mask"]
+
+
 def test_returned_stages_are_still_searched():
     def exposes_stages(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         w_v = w_v.clone()
@@ -268,7 +308,7 @@ def test_returned_stages_are_still_searched():
 
     result = diagnose(exposes_stages, echo=False)
     assert result.mistakes == (None,) and result.findings[0].stage == "v"
-    assert "(largest difference 2.39, most of all in head 1)" in result.message
+    assert "(largest difference 2.39, only in head 1)" in result.message
 
 
 def test_not_done_yet_is_polite():
