@@ -29,6 +29,7 @@ __all__ = [
     "share_kv",
     "w_o_blocks",
     "head_circuits",
+    "head_ranks",
 ]
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
@@ -316,3 +317,32 @@ def head_circuits(
     w_o = fused.w_o.weight.T.reshape(h, d_k, d_model)  # W^O_i, (d_k, d_model) each
     # nn.Linear's (out, in) rows are the x·W layout's columns: W_i^Q = w_q[i]ᵀ (d_model, d_k)
     return w_q.transpose(1, 2) @ w_k, w_v.transpose(1, 2) @ w_o  # (h, d_model, d_model) each
+
+
+@torch.no_grad()
+def head_ranks(
+    module: FusedMultiHeadAttention | PerHeadMultiHeadAttention,
+) -> tuple[list[int], list[int]]:
+    """The rank of each head's W_QK and W_OV (see head_circuits), as two lists of h ints.
+
+    Computed in float64 from each product's two (d_model, d_k) factors: with A = Q_a R_a and
+    B = Q_b R_b (QR), A·Bᵀ = Q_a (R_a R_bᵀ) Q_bᵀ has the singular values of the d_k x d_k core
+    R_a R_bᵀ. That is fast, and exact where `torch.linalg.matrix_rank` on a float32
+    d_model x d_model product is not: one head as wide as a 128-wide model has singular values
+    down to ~2e-6 of the largest, under float32's tolerance, and comes out one short.
+    """
+    fused = _fused_plain(module)
+    h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
+    w_q, w_k, w_v = (
+        getattr(fused, n).weight.double().view(h, d_k, d_model).transpose(1, 2)
+        for n in _PROJECTIONS
+    )  # W_i^Q, W_i^K, W_i^V in the x·W layout: (h, d_model, d_k) each
+    w_o = fused.w_o.weight.double().T.reshape(h, d_k, d_model)  # W^O_i: (h, d_k, d_model)
+
+    def ranks(a: torch.Tensor, b: torch.Tensor) -> list[int]:  # rank of a·bᵀ, (h, d, d_k) each
+        core = torch.linalg.qr(a).R @ torch.linalg.qr(b).R.transpose(1, 2)  # (h, d_k, d_k)
+        singular = torch.linalg.svdvals(core)  # (h, d_k), largest first
+        tol = singular[:, :1] * d_model * torch.finfo(torch.float64).eps  # matrix_rank's default
+        return (singular > tol).sum(-1).tolist()
+
+    return ranks(w_q, w_k), ranks(w_v, w_o.transpose(1, 2))

@@ -38,7 +38,7 @@ from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close, check_shape
 from helpers.examples import SENTENCE, embed, init_weights_, seeded_attention, tokens
 from helpers.experiment import dot_product_variance, softmax_saturation
-from helpers.layouts import expand_kv, head_circuits, share_kv
+from helpers.layouts import expand_kv, head_circuits, head_ranks, share_kv
 from helpers.palette import HEAD_COLOURS
 from helpers.panel_svg import (
     kv_groups_svg,
@@ -820,8 +820,8 @@ class ScalingExplorer(_Panel):
 @lru_cache(maxsize=32)
 def _one_wide_head_rank(d_model: int, seed: int) -> int:
     """The rank of W_QK for one head as wide as the model (h = 1, d_k = d_model)."""
-    w_qk, _ = head_circuits(seeded_attention(d_model, 1, seed))
-    return int(torch.linalg.matrix_rank(w_qk[0]))
+    ranks_qk, _ = head_ranks(seeded_attention(d_model, 1, seed))
+    return ranks_qk[0]
 
 
 class CircuitsExplorer(_Panel):
@@ -851,8 +851,7 @@ class CircuitsExplorer(_Panel):
             scores = x[0] @ w_qk @ x[0].T / math.sqrt(d_k)  # (h, T, T): x_a W_QK x_bᵀ / √d_k
             rebuilt = scores.softmax(-1)  # (h, T, T)
             writes = rebuilt @ x[0] @ w_ov  # (h, T, d_model): what each head writes
-        ranks_qk = torch.linalg.matrix_rank(w_qk).tolist()  # (h,)
-        ranks_ov = torch.linalg.matrix_rank(w_ov).tolist()
+        ranks_qk, ranks_ov = head_ranks(mha)  # h each; in float64 (float32 drops one at 128)
         one = _one_wide_head_rank(d_model, self.seed)
         rows = [
             ("tensor", "shape", "dims", "check"),

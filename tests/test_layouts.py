@@ -1,5 +1,7 @@
 """helpers.layouts: per-head, fused, PyTorch's module and PyTorch's kernel compute one thing."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,7 +16,17 @@ from helpers.attention import (
     merge_heads,
     split_heads,
 )
-from helpers.layouts import expand_kv, from_torch, fuse, share_kv, split, to_torch
+from helpers.examples import seeded_attention
+from helpers.layouts import (
+    expand_kv,
+    from_torch,
+    fuse,
+    head_circuits,
+    head_ranks,
+    share_kv,
+    split,
+    to_torch,
+)
 
 ATOL = {torch.float64: 1e-10, torch.float32: 1e-5}
 
@@ -441,3 +453,21 @@ def test_w_o_per_head_and_the_qk_ov_circuits_equal_the_module(num_kv_heads):
     assert ranks.tolist() == [d_k] * (2 * h)  # each d_model x d_model, of rank d_k
     for a, b in zip(head_circuits(split(fused)), (w_qk, w_ov)):  # the per-head layout agrees
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize(("d_model", "h"), [(32, 4), (48, 3), (64, 16), (120, 1), (128, 1)])
+def test_head_ranks_equal_matrix_rank_of_the_float64_products(d_model, h):
+    module = seeded_attention(d_model, h)
+    ranks_qk, ranks_ov = head_ranks(module)  # from the d_k-wide factors, float64
+    assert ranks_qk == ranks_ov == [d_model // h] * h  # rank d_k; one wide head: full rank
+    w_qk, w_ov = head_circuits(copy.deepcopy(module).double())  # the d_model x d_model products
+    assert torch.linalg.matrix_rank(w_qk).tolist() == ranks_qk
+    assert torch.linalg.matrix_rank(w_ov).tolist() == ranks_ov
+
+
+def test_head_ranks_see_a_rank_lost_inside_a_head():
+    module = seeded_attention(32, 4)
+    with torch.no_grad():
+        module.w_k.weight[8:10] = 0  # head 1's W^K loses 2 of its 8 columns (x·W layout)
+        module.w_o.weight[:, 24:27] = 0  # head 3's W^O block loses 3 of its 8 rows
+    assert head_ranks(module) == ([8, 6, 8, 8], [8, 8, 8, 5])
