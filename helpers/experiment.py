@@ -99,18 +99,26 @@ def _loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
 
 def _fit(model, batches, loss, steps: int, seed: int, batch: int, lr: float) -> TrainResult:
-    """Adam on `model` for `steps` seeded batches from `batches(batch, generator=...)`."""
+    """Adam on `model` for `steps` seeded batches from `batches(batch, generator=...)`.
+
+    On one thread: with two, how a sum is split between them can change its last bits from run to
+    run when the machine is busy, and 300 steps carry that into the third decimal of the loss."""
     generator = torch.Generator().manual_seed(seed)
     result = TrainResult(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    for _ in range(steps):
-        tokens, targets = batches(batch, generator=generator)
-        logits, _ = model(tokens)
-        value = loss(logits, targets)
-        optimizer.zero_grad()
-        value.backward()
-        optimizer.step()
-        result.losses.append(value.item())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for _ in range(steps):
+            tokens, targets = batches(batch, generator=generator)
+            logits, _ = model(tokens)
+            value = loss(logits, targets)
+            optimizer.zero_grad()
+            value.backward()
+            optimizer.step()
+            result.losses.append(value.item())
+    finally:
+        torch.set_num_threads(threads)
     return result
 
 
