@@ -44,6 +44,7 @@ from helpers.mistakes import (
     MISTAKES,
     SLIPS,
     STAGE_WORDS,
+    WRONG_NUM_HEADS,
     attention_stages,
     describe,
     head_scores_stages,
@@ -242,6 +243,49 @@ def _vouched(found: dict[str, int], stages: dict) -> set[str]:
     return vouched
 
 
+# arithmetic that changes a tensor's numbers in place of a stage (not the next stage's op)
+_REWORK = {
+    "div", "truediv", "rtruediv", "itruediv", "true_divide", "divide", "mul", "rmul", "imul",
+    "multiply", "add", "radd", "iadd", "sub", "rsub", "isub", "subtract", "pow", "sqrt", "exp",
+    "setitem",
+}  # fmt: skip
+
+
+def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
+    """Whether a stage that a trial mistake changes matches a learner's tensor that the learner
+    then worked on further (divided, multiplied, ...) into a tensor of the same shape that equals
+    no stage: q·kᵀ matches the unscaled scores, but if the learner then divided it by a wrong
+    number, "no scaling" is not what they did."""
+    records = run.records
+    changed = [
+        name for name in stages
+        if name in found and name not in found.borrowed
+        and (name not in run.stages or not _same(run.stages[name], stages[name]))
+    ]  # fmt: skip
+    matched = None
+    for name in changed:
+        i = found[name]
+        shape = records[i].tensor.shape
+        children = [
+            j for j, r in enumerate(records[:-1])
+            if i in r.parents and r.tensor.shape == shape
+            and r.op.strip("_").rstrip("_") in _REWORK
+        ]  # fmt: skip
+        if not children:
+            continue
+        if matched is None:
+            matched = {j for n, value in stages.items() for j in run.hits_of(n, value)}
+            if "out" in found:  # what the learner returns: its record and every view of it
+                matched |= {j for j, r in enumerate(records) if r.family == records[-1].family}
+        if any(j not in matched for j in children):
+            return True
+    return False
+
+
+def _same_in_some_form(t: torch.Tensor, stage: str, value: torch.Tensor) -> bool:
+    return any(_same(t, form) for form in _forms(value, KINDS[stage]) if form.shape == t.shape)
+
+
 def _progress(found: _Found, stages: dict) -> int:
     """How far the learner's records follow the stages: borrowed matches do not count."""
     own = {name: i for name, i in found.items() if name not in found.borrowed}
@@ -301,6 +345,9 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
     diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
     diff, form = min(zip(diffs, forms), key=lambda pair: float(pair[0].max()))
     text = f"largest difference {float(diff.max()):.3g}"
+    ratio = _ratio(mine, form)
+    if ratio is not None and stage in ("scores", "xw", "out"):
+        return f"yours are the reference's × {ratio:.3g}: the same numbers at another scale"
     hidden, theirs = _comparable(mine) <= _MOST_NEGATIVE, _comparable(form) <= _MOST_NEGATIVE
     if (hidden != theirs).any():  # -inf against a number: say which entries, not 1e4
         extra, missing = int((hidden & ~theirs).sum()), int((theirs & ~hidden).sum())
@@ -316,6 +363,16 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
     if KINDS[stage] == "tokens" and heads > 1 and mine.shape == value.shape:  # (B, T, h·d_k)
         return f"{text}, {_which_heads(diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3)))}"
     return text
+
+
+def _ratio(mine: torch.Tensor, form: torch.Tensor) -> float | None:
+    """c if mine = c · form (c ≠ 1, both finite), else None."""
+    a, b = mine.detach().double().flatten(), form.detach().double().flatten()
+    if not (a.isfinite().all() and b.isfinite().all()) or float(b @ b) == 0:
+        return None
+    c = float(a @ b / (b @ b))
+    close = torch.allclose(a, c * b, atol=ATOL, rtol=1e-4)
+    return c if close and abs(c - 1) > 1e-3 else None
 
 
 def _entries(n: int, how: str) -> str:
@@ -364,6 +421,8 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
                 trials = [run.trial((*made, name)) for run in runs]
             except RuntimeError:  # a mistake that cannot happen with these shapes
                 continue
+            if any(_reworked(run, *t) for run, t in zip(runs, trials)):
+                continue  # the learner did more to that tensor: the mistake does not explain it
             score = sum(_progress(found, stages) for stages, found in trials)
             if score > current:
                 scored.append((score, name, trials))
@@ -393,6 +452,10 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
             i = _role(target, run.stages, run.found, run.records)
             followed.append((run, run.records[i] if i is not None else None))
         record = followed[0][1]
+        if record is not None and _same_in_some_form(record.tensor, target, first.stages[target]):
+            break  # the learner's tensor there is right: the departure is not one to name
+        if any(f.stage == stage and f.record is record for f in findings):
+            break  # said already
         heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
         detail = _difference(record.tensor, target, first.stages[target], heads) if record else ""
         findings.append(Finding(None, stage, record, detail, _position(record, runs)))
@@ -421,17 +484,23 @@ def _changed_input(stage: str, run: _Run) -> str | None:
     the right one and `stage`'s own."""
     end = _role(stage, run.stages, run.found, run.records)
     end = len(run.records) - 1 if end is None else end
+    other = {j for name, value in run.stages.items() for j in run.hits_of(name, value)}
+    out = run.stages["out"]  # the right output, made before the learner changed it
+    other |= {j for j, r in enumerate(run.records) if r.tensor.shape == out.shape
+              and _same(r.tensor, out)}  # fmt: skip
     for earlier in DEPENDS.get(stage, ()):
         if earlier not in run.found or earlier not in run.stages:
             continue
         value, kind = run.stages[earlier], KINDS[earlier]
         shapes = {tuple(f.shape) for f in _forms(value, kind)}
-        right = set(run.hits_of(earlier, value))
+        right = set(run.hits_of(earlier, value)) | other  # k is not a changed q
+        family = run.records[run.found[earlier]].family
         if any(
             tuple(run.records[j].tensor.shape) in shapes and j not in right
+            and any(run.records[p].family == family for p in run.records[j].parents)
             for j in range(run.found[earlier] + 1, end)
-        ):
-            return earlier
+        ):  # fmt: skip
+            return earlier  # made from the right tensor, and no longer right
     return None
 
 
@@ -540,9 +609,9 @@ def _where_in_learner_code(err: BaseException) -> str:
     return f" (line {frame.lineno}: `{code}`)" if code else f" (line {frame.lineno})"
 
 
-def _run(fn: Callable, args: dict) -> tuple[Trace | None, str | None]:
+def _run(fn: Callable, args: dict, when: str = "") -> tuple[Trace | None, str | None]:
     """Call the learner's function on copies of args, traced; return (trace, None) or
-    (None, the message for what it raised)."""
+    (None, the message for what it raised). `when` says which call, e.g. ' without a mask'."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args.values()]
     copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
     trace = trace_call(fn, copies)  # positional: the learner may name the parameters differently
@@ -563,12 +632,15 @@ def _run(fn: Callable, args: dict) -> tuple[Trace | None, str | None]:
             "nn.Linear's weight, so a projection is x @ w.T."
         )
     elif "must match the size" in text or "broadcast" in text:
-        hint = (
-            " Hint: two tensors do not line up; a mask of shape (B, T, T) needs a head dim "
-            "(mask.unsqueeze(1)) to meet scores of shape (B, h, T, T)."
-        )
+        hint = " Hint: two tensors do not line up: write down the shape of each on that line."
+        if args.get("mask") is not None:
+            hint += (
+                " A mask of shape (B, T, T) needs a head dim (mask.unsqueeze(1)) to meet scores "
+                "of shape (B, h, T, T)."
+            )
     return None, (
-        f"✗ Your function raised {type(err).__name__}: {err}{_where_in_learner_code(err)}.{hint}"
+        f"✗ Your function raised {type(err).__name__}{when}: {err}"
+        f"{_where_in_learner_code(err)}.{hint}"
     )
 
 
@@ -608,6 +680,32 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
         return " It still has a head dim: merge the heads back into d_model features."
     if len(got) == 3 and got[:2] == expected[:2] and got[2] * HEADS == expected[2]:
         return " That is one head's width: concatenate all the heads' outputs."
+    return ""
+
+
+_HALF = (torch.float16, torch.bfloat16)
+_HALF_WORDS = "half precision keeps"
+
+
+def _numeric_problem(records: list[Record], out: torch.Tensor, expected: torch.Tensor) -> str:
+    """The message for NaN in the output, or for code that computes in half precision; ''."""
+    if out.isnan().any() and not expected.isnan().any():
+        first = next((r for r in records if r.tensor.isnan().any()), None)
+        where = f" The first NaN is made on {first.where}." if first and first.where else ""
+        return (
+            f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
+            f"{where} Hint: NaN comes from 0·∞, ∞ − ∞, 0/0, the square root of a negative "
+            "number, or a softmax over a row that is all −inf: look at what goes into that line."
+        )
+    half = next((r for r in records if r.dtype in _HALF), None)
+    if half is not None and not _same(out, expected):
+        where = f", from {half.where}" if half.where else ""
+        name = str(half.dtype).removeprefix("torch.")
+        return (
+            f"✗ Your code computes in {name}{where}: {_HALF_WORDS} about 3 significant "
+            f"digits, too few to match the reference (float32) within {ATOL:.0e}. Hint: keep "
+            "every tensor in float32 on that line."
+        )
     return ""
 
 
@@ -664,6 +762,14 @@ _MULTI_HEAD = (*_ONE_HEAD, "weights_transposed", "w_o_transposed", "w_o_missing"
                "heads_split_without_transpose", "heads_split_interleaved",
                "heads_merged_without_transpose", "softmax_over_heads",
                "residual_added")  # fmt: skip
+
+
+def _wrong_head_counts() -> list[str]:
+    """The slips "num_heads_k": every other number of heads that divides the test's d_model."""
+    counts = [k for k in range(1, D_MODEL + 1) if D_MODEL % k == 0 and k != HEADS]
+    return [f"{WRONG_NUM_HEADS}{k}" for k in counts]
+
+
 _MASKS = ("mask_ignored", "mask_inverted", "mask_after_softmax", "mask_filled_with_zero")
 
 
@@ -683,8 +789,8 @@ def diagnose(
         runs["with a mask"] = args
     candidates = [
         name for name in (*_MULTI_HEAD, *(_MASKS if len(runs) > 1 else ()))
-        if not (per_head and name.startswith("heads_"))
-    ]  # fmt: skip
+        if not (per_head and name.startswith("heads_split"))
+    ] + ([] if per_head else _wrong_head_counts())  # fmt: skip
     results = {}
     for label, run_args in runs.items():
         if per_head:
@@ -693,13 +799,16 @@ def diagnose(
             call_args = {name: a for name, a in run_args.items() if name != "mask"}
         else:
             call_args = run_args
-        trace, problem = _run(fn, call_args)
+        trace, problem = _run(fn, call_args, f" when called {label}" if len(runs) > 1 else "")
         if problem:
             return _verdict(False, problem, echo)
         out, extra = _unpack(trace.result)
         if out is None:
             got = type(trace.result).__name__
-            message = f"✗ Your function returned {got}; it should return out (B, T, d_model)."
+            missing = " (is its last line a `return`?)" if trace.result is None else ""
+            message = (
+                f"✗ Your function returned {got}{missing}; it should return out (B, T, d_model)."
+            )
             return _verdict(False, message, echo)
         expected = reference_attention(**run_args)
         if out.shape != expected.shape:
@@ -721,7 +830,10 @@ def diagnose(
         candidates,
     )
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
-    _, out, _, expected = results[label]
+    trace, out, _, expected = results[label]
+    problem = _numeric_problem(trace.records, out, expected)
+    if problem and (_HALF_WORDS in problem or not any(f.mistake for f in findings)):
+        return _verdict(False, problem, echo)  # half precision: no name can be trusted
     message = _message(findings) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings)
 
@@ -782,7 +894,11 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
     "cross_attention": (
         _cross_args,
         _cross_stages,
-        (*CONTEXT_MISTAKES, *(m for m in _MULTI_HEAD if m != "residual_added")),
+        (
+            *CONTEXT_MISTAKES,
+            *(m for m in _MULTI_HEAD if m != "residual_added"),
+            *_wrong_head_counts(),
+        ),
     ),
 }
 
@@ -807,10 +923,20 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     if out is not None and _same(out, expected):
         message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}."
         return _verdict(True, message, echo)
+    if out is None and trace.result is None:
+        message = (
+            "✗ Your function returned None: is its last line a `return`? It should return "
+            f"{EXERCISE_OUT.get(name, ('the result',))[0]}, of shape {tuple(expected.shape)}."
+        )
+        return _verdict(False, message, echo)
     findings = []
     if out is not None:
         stages_of_args = functools.partial(stages_of, **args)
         findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates)
+        problem = _numeric_problem(trace.records, out, expected)
+        trusted = _HALF_WORDS not in problem and any(f.mistake for f in findings)
+        if problem and out.shape == expected.shape and not trusted:
+            return _verdict(False, problem, echo)
     explained = findings and all(f.mistake for f in findings)
     if out is None or (out.shape != expected.shape and not explained):
         got = tuple(out.shape) if out is not None else type(trace.result).__name__

@@ -36,6 +36,7 @@ __all__ = [
     "head_scores_stages",
     "split_stages",
     "describe",
+    "WRONG_NUM_HEADS",
 ]
 
 # name: (what it looks like, a hint that points at the line)
@@ -218,8 +219,19 @@ HOME: dict[str, str] = {
 }
 
 
+# a slip with a number: "num_heads_4" = q, k, v cut into 4 heads, not into the num_heads given
+WRONG_NUM_HEADS = "num_heads_"
+
+
 def describe(name: str) -> tuple[str, str]:
     """(what it looks like, hint) for a catalogued mistake or a slip."""
+    if name.startswith(WRONG_NUM_HEADS):
+        count = name.removeprefix(WRONG_NUM_HEADS)
+        return (
+            f"q, k and v are cut into {count} heads, not into the num_heads the function is given",
+            "look at the number of heads on this line: use the num_heads argument, not a number "
+            "or an h left over from another cell.",
+        )
     return MISTAKES[name] if name in MISTAKES else SLIPS[name]
 
 
@@ -325,6 +337,9 @@ def attention_stages(
     """
     m = set(mistakes)
     s = _Stages(given)
+    for name in m:  # "num_heads_4": cut into 4 heads, whatever num_heads says
+        if name.startswith(WRONG_NUM_HEADS):
+            num_heads = int(name.removeprefix(WRONG_NUM_HEADS))
     source = x if context is None or "keys_values_from_x" in m else context
     if "queries_from_context" in m:
         x = source

@@ -39,6 +39,8 @@ class Record:
     caller: tuple[int, str] | None = None  # the line in the function checked, if lineno is in
     # another function of the learner's (a helper they wrote), else None
     family: int = -1  # records that are views or copies of one another share a family
+    parents: tuple[int, ...] = ()  # the records whose tensors this op took as inputs
+    dtype: torch.dtype = torch.float32  # the dtype the learner's tensor had (the copy is float32)
 
     @property
     def where(self) -> str:
@@ -115,8 +117,18 @@ class _Recorder(TorchFunctionMode):
         self.stop = stop  # the code object of trace_call: frames above it are not the learner's
         self.made: list = []
         self.families: dict[int, int] = {}  # id of a tensor made here -> its family
+        self.index: dict[int, int] = {}  # id of a tensor made here -> its latest record
+
+    def _parents(self, args, kwargs) -> tuple[int, ...]:
+        found = []
+        for a in (*args, *(kwargs or {}).values()):
+            for t in a if isinstance(a, tuple | list) else (a,):
+                if isinstance(t, torch.Tensor) and id(t) in self.index:
+                    found.append(self.index[id(t)])
+        return tuple(found)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        parents = self._parents(args, kwargs)  # before the op: an in-place op's input is older
         out = func(*args, **(kwargs or {}))
         name = getattr(func, "__name__", type(func).__name__)
         source = args[0] if args and isinstance(args[0], torch.Tensor) else None
@@ -130,7 +142,9 @@ class _Recorder(TorchFunctionMode):
             if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() >= 2:
                 copy = t.detach().to(torch.float32, copy=True)
                 lines = _learner_lines(self.stop)
-                self.made.append((t, Record(copy, name, *lines, family=family)))
+                record = Record(copy, name, *lines, family=family, parents=parents, dtype=t.dtype)
+                self.index[id(t)] = len(self.made)
+                self.made.append((t, record))
                 self.families[id(t)] = family
         return out
 
