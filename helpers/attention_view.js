@@ -355,7 +355,7 @@ function drawLines(ctx, area, frame, block, maps, view) {
   const full = heads.reduce((sum, i) => sum + ctx.measureText(block.titles[i]).width + 30, left);
   const fits = full <= area.width;
   const labelOf = fits ? (i) => block.titles[i] : (i) => String(i);
-  const reserve = fits ? 0 : 70; // room for "+N more"
+  const reserve = fits ? 0 : ctx.measureText(`+${heads.length} more`).width + 6; // room for "+N more"
   if (!fits) {
     ctx.fillStyle = "#1f2328";
     ctx.fillText("heads", x, legend / 2 + 1);
@@ -500,6 +500,8 @@ function render({ model, el }) {
       drawFrame = shown && shown.frame;
       block = shown && shown.block;
     }
+    // a tooltip names the cell of the frame it was shown on: a new setting takes it away
+    if (key !== el.dataset.key || state !== "ok") tooltip.style.display = "none";
     el.dataset.key = key;
     el.dataset.state = state;
     el.classList.toggle("av-stale", state !== "ok");

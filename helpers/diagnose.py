@@ -547,11 +547,21 @@ STAGE_HINTS: dict[str, str] = {
 }
 
 
+# hints worded for an exercise, by the words for what it returns (see EXERCISE_OUT)
+_EXERCISE_HINTS: dict[str, dict[str, str]] = {
+    "scores x·W_QK·xᵀ/√d_k": {
+        "no_scaling": "look at the line that computes x·W_QK·xᵀ: the scores should be divided "
+        "by something.",
+    },
+}
+
+
 def _entry(finding: Finding, indent: str, out: tuple[str, str] | None) -> tuple[str, list[str]]:
     """(the headline, the Where and Hint lines) of one finding; `out` = (words, hint) for what
     an exercise returns, if not multi-head attention's output."""
     if finding.mistake:
         what, hint = describe(finding.mistake)
+        hint = _EXERCISE_HINTS.get((out or ("",))[0], {}).get(finding.mistake, hint)
         head = f"{finding.mistake}: {what}."
     else:
         words, hint = STAGE_WORDS[finding.stage], STAGE_HINTS[finding.stage]
@@ -684,7 +694,6 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
 
 
 _HALF = (torch.float16, torch.bfloat16)
-_HALF_WORDS = "half precision keeps"
 
 
 def _numeric_problem(records: list[Record], out: torch.Tensor, expected: torch.Tensor) -> str:
@@ -702,11 +711,23 @@ def _numeric_problem(records: list[Record], out: torch.Tensor, expected: torch.T
         where = f", from {half.where}" if half.where else ""
         name = str(half.dtype).removeprefix("torch.")
         return (
-            f"✗ Your code computes in {name}{where}: {_HALF_WORDS} about 3 significant "
+            f"✗ Your code computes in {name}{where}: half precision keeps about 3 significant "
             f"digits, too few to match the reference (float32) within {ATOL:.0e}. Hint: keep "
             "every tensor in float32 on that line."
         )
     return ""
+
+
+def _explains(findings: list[Finding], out: torch.Tensor, stages_of: Callable) -> bool:
+    """Whether the named mistakes, made in the reference, give the learner's output (NaN and
+    all): then the names stand even where the output has NaN."""
+    named = tuple(f.mistake for f in findings)
+    if not named or None in named:
+        return False
+    try:
+        return _same(out, stages_of(mistakes=named)["out"])
+    except Exception:  # noqa: BLE001 - mistakes that cannot be made together
+        return False
 
 
 def _safe_explain(runs: list[tuple[list[Record], Callable]], candidates) -> list[Finding]:
@@ -832,8 +853,8 @@ def diagnose(
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
     trace, out, _, expected = results[label]
     problem = _numeric_problem(trace.records, out, expected)
-    if problem and (_HALF_WORDS in problem or not any(f.mistake for f in findings)):
-        return _verdict(False, problem, echo)  # half precision: no name can be trusted
+    if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
+        return _verdict(False, problem, echo)  # NaN or half precision the names do not explain
     message = _message(findings) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings)
 
@@ -934,8 +955,7 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         stages_of_args = functools.partial(stages_of, **args)
         findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates)
         problem = _numeric_problem(trace.records, out, expected)
-        trusted = _HALF_WORDS not in problem and any(f.mistake for f in findings)
-        if problem and out.shape == expected.shape and not trusted:
+        if problem and out.shape == expected.shape and not _explains(findings, out, stages_of_args):
             return _verdict(False, problem, echo)
     explained = findings and all(f.mistake for f in findings)
     if out is None or (out.shape != expected.shape and not explained):

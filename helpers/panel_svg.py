@@ -204,7 +204,7 @@ def rank_bars_svg(ranks: list[int], d_model: int, colours: list[str], width: int
     y_heads, y_one = 30, 30 + bar + gap
     parts = [
         _text(left, 11, "rank of each head's W_QK (bar width)"),
-        _text(left - 8, y_heads + bar / 2, f"{len(ranks)} heads", "end"),
+        _text(left - 8, y_heads + bar / 2, f"{len(ranks)} head{'s' * (len(ranks) != 1)}", "end"),
         _text(left - 8, y_one + bar / 2, "one head", "end"),
     ]
     x = left

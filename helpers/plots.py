@@ -119,13 +119,20 @@ def heads_mosaic(
     cols: int | None = None,
     titles: list[str] | None = None,
     keys: list[str] | None = None,
+    marks: torch.Tensor | None = None,
 ) -> Figure:
     """All h maps (h, T_q, T_k) as tiles of one image in one axes (fast to redraw), tile i titled
     `titles[i]` (default: head i). `words` label the queries, `keys` the keys (default: the same
-    words, as in self-attention; cross-attention's maps are rectangular)."""
+    words, as in self-attention; cross-attention's maps are rectangular). `marks`, a boolean
+    (h, T_q, T_k), puts a × on those cells (e.g. the weights dropout set to 0)."""
     w = _matrix(weights, 3, "heads_mosaic takes (h, T_q, T_k) maps")
     h, T_q, T_k = w.shape
     keys = words if keys is None else keys
+    if marks is not None and tuple(marks.shape) != tuple(w.shape):
+        raise ValueError(
+            f"heads_mosaic takes marks of the maps' shape {tuple(w.shape)}; got "
+            f"{tuple(marks.shape)}. Pass one boolean per weight, e.g. weights == 0."
+        )
     cols = cols or min(h, 4)
     rows = math.ceil(h / cols)
     gap = 1 if max(T_q, T_k) < 10 else 2
@@ -152,12 +159,16 @@ def heads_mosaic(
         x_mid = c * (T_k + gap) + (T_k - 1) / 2
         label = titles[i] if titles else f"head {i}"
         ax.text(x_mid, r * (T_q + gap) - 0.7, label, ha="center", va="bottom", fontsize=FONT)
+        if marks is not None:
+            for a, b in marks[i].nonzero().tolist():
+                ax.text(c * (T_k + gap) + b, r * (T_q + gap) + a, "×", ha="center",
+                        va="center", color="white", fontsize=small + 2)  # fmt: skip
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
     ax.set_xlabel("key (attended to)", fontsize=FONT)
     ax.set_ylabel("query (attending)", fontsize=FONT)
-    ax.set_title(title, fontsize=FONT + 1, pad=18)
+    ax.set_title(title, fontsize=FONT + 1, pad=24)
     fig.colorbar(image, ax=ax, shrink=0.9, label="attention weight")
     return fig
 
@@ -451,13 +462,21 @@ def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[st
     ax.set_ylim(total_h, 0)
     ax.set_axis_off()
     # (title, grid (n, rows, cols), left, top, whether its n pieces are heads)
-    panels = [("q = x · W^Q: row t holds token t's d_model features", src[None], 0, 0, False)]
+    panels = [("q = x · W^Q: row t holds token t's d_model features; head i owns d_k columns",
+                src[None], 0, 0, False)]  # fmt: skip
     panels += [
         (name, g, i * (label + width), band, True) for i, (name, g) in enumerate(grids.items())
     ]
     for title, grid, left, top, per_head in panels:
         x_start, y0 = left + label, top + 2.6
         ax.text(x_start, top + 0.8, title, fontsize=FONT, va="center")
+        if not per_head:  # which columns of q each head owns: features i·d_k .. (i+1)·d_k
+            for i in range(d_model // d_k):
+                colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
+                x0 = x_start + i * d_k
+                ax.plot([x0 + 0.15, x0 + d_k - 0.15], [y0 - 0.15] * 2, color=colour, lw=2)
+                ax.text(x0 + d_k / 2, y0 - 0.3, f"head {i}", ha="center", fontsize=FONT - 1,
+                        color=colour, va="bottom")  # fmt: skip
         for i in range(len(grid)):
             x0 = x_start + i * (d_k + gap)
             _token_grid(ax, grid[i], x0, y0, colours)

@@ -813,7 +813,8 @@ class ScalingExplorer(_Panel):
         caption = f"d_k = {d_k}, {T_k} keys, q and k entries of variance 1"
         side = _table(rows, caption) + _lines(lines)
         peak = weights.amax(-1).mean(-1)  # the rows shown: their mean largest weight
-        note = f"d_k = {d_k}: largest weight {peak[0]:.2f} scaled, {peak[1]:.2f} unscaled"
+        shown = f"d_k = {d_k}, the {len(self.query_labels)} rows shown"
+        note = f"{shown}: largest weight {peak[0]:.2f} scaled, {peak[1]:.2f} unscaled"
         return Frame(block, side, note)
 
 

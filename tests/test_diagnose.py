@@ -298,6 +298,70 @@ def diagnose_inputs_mask() -> torch.Tensor:
     return seen["mask"]
 
 
+def test_a_wrong_divisor_is_a_scale_not_a_missing_one():
+    fn = learner_code.divided_by_a_wrong_number  # q·kᵀ matches the unscaled scores, then / 2
+    (line,) = marked_lines(fn)
+    result = diagnose(fn, echo=False, mask=False)
+    assert result.mistakes == (None,) and result.lines == (line,), result.message
+    assert result.message.startswith(
+        "✗ Your scores q·kᵀ/√d_k differ from the reference's (yours are the reference's × 0.25: "
+        "the same numbers at another scale), in a way that matches no known mistake.\n"
+    )
+
+
+def test_cutting_into_another_number_of_heads_is_named():
+    fn = learner_code.four_heads_whatever_num_heads_says  # the test passes num_heads = 3
+    (line,) = marked_lines(fn)
+    result = diagnose(fn, echo=False, mask=False)
+    assert result.mistakes == ("num_heads_4",) and result.lines == (line,), result.message
+    assert "q, k and v are cut into 4 heads, not into the num_heads the function is given" in (
+        result.message
+    )
+
+
+def test_the_loop_can_merge_its_heads_without_the_transpose():
+    fn = learner_code.loop_stacked_then_reshaped
+    result = diagnose(fn, echo=False, per_head=True)
+    assert result.mistakes == ("heads_merged_without_transpose",), result.message
+    assert list(result.lines) == marked_lines(fn)
+
+
+def test_a_small_difference_in_the_output_is_the_outputs_once():
+    fn = learner_code.noise_on_the_output
+    (line,) = marked_lines(fn)
+    result = diagnose(fn, echo=False)
+    assert result.mistakes == (None,) and result.lines == (line,), result.message
+    assert result.message.startswith(
+        "✗ Your output differs from the reference's (largest difference 0.001, at index "
+    )
+
+
+def test_nan_and_half_precision_get_their_own_message_with_the_line():
+    fn = learner_code.nan_from_a_square_root
+    (line,) = marked_lines(fn)
+    message = diagnose(fn, echo=False).message
+    assert message.startswith("✗ Your output has NaN in 120 of its 120 numbers. The first NaN is "
+                              f"made on line {line}: `weights = torch.sqrt(")  # fmt: skip
+    fn = learner_code.softmax_in_half_precision
+    (line,) = marked_lines(fn)
+    assert diagnose(fn, echo=False).message == (
+        f"✗ Your code computes in float16, from line {line}: "
+        "`weights = scores.half().softmax(dim=-1).float()  # <-`: half precision keeps about 3 "
+        "significant digits, too few to match the reference (float32) within 1e-04. Hint: keep "
+        "every tensor in float32 on that line."
+    )
+
+
+def test_returning_nothing_asks_for_the_return():
+    def no_return(x, w_q, w_k, w_v):
+        x @ w_q.T  # noqa: B018 - the learner forgot the rest
+
+    assert check_exercise(no_return, "one_head", echo=False).message == (
+        "✗ Your function returned None: is its last line a `return`? It should return output "
+        "(weights·v), of shape (2, 5, 4)."
+    )
+
+
 def test_returned_stages_are_still_searched():
     def exposes_stages(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         w_v = w_v.clone()
@@ -609,7 +673,9 @@ def test_nothing_the_learners_code_does_raises(capsys):
         return heads(x @ w_q.T)
 
     message = diagnose(raises_in_a_helper, echo=False).message
-    assert message.startswith("✗ Your function raised RuntimeError: shape '[2, 5, 3, 5]' is")
+    assert message.startswith(
+        "✗ Your function raised RuntimeError when called without a mask: shape '[2, 5, 3, 5]' is"
+    )
     assert "`return t.view(2, 5, num_heads, 5)  # 12 features do not make 3 heads of 5`" in message
 
 

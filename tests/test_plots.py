@@ -98,6 +98,16 @@ def test_heads_mosaic_draws_rectangular_maps_with_query_and_key_words():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y", "z"]
 
 
+def test_heads_mosaic_marks_the_cells_it_is_given():
+    maps = torch.rand(3, 4, 4)
+    maps[1, 0, 2] = maps[2, 3, 1] = maps[2, 1, 1] = 0  # three dropped weights
+    fig = plots.heads_mosaic(maps, ["a", "b", "c", "d"], "dropout", cols=3, marks=maps == 0)
+    crosses = [t.get_position() for t in fig.axes[0].texts if t.get_text() == "×"]
+    assert sorted(crosses) == [(5 + 2, 0), (10 + 1, 1), (10 + 1, 3)]  # tile i at x = i · (4 + 1)
+    with pytest.raises(ValueError, match=r"marks of the maps' shape \(3, 4, 4\); got \(4, 4\)"):
+        plots.heads_mosaic(maps, ["a", "b", "c", "d"], "dropout", marks=maps[0] == 0)
+
+
 def test_timings_name_any_x_axis():
     fig = plots.timings([32, 64], {"cache": [1.0, 1.0]}, "t", xlabel="tokens so far T")
     assert fig.axes[0].get_xlabel() == "tokens so far T"
@@ -136,7 +146,8 @@ def test_head_cut_draws_every_number_once_per_picture_coloured_by_its_token():
     fills = {p.get_facecolor() for p in ax.patches}
     assert len(fills) == T  # one colour per token
     texts = [t.get_text() for t in ax.texts]
-    assert texts.count("head 0") == 2 and "6: mat" in texts
+    assert texts.count("head 0") == 3 and "6: mat" in texts  # over q's columns and each cut
+    assert len(ax.lines) == h  # q's columns: one coloured bar per head's d_k features
 
 
 def test_head_reach_one_panel_per_way_heads_by_features():

@@ -390,8 +390,13 @@ def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
         if d_k in (4, 256):
             box.screenshot(path=SCREENSHOTS / f"11_scaling_and_dropout_d_k{d_k}.png")
     assert box.locator(".av-message").inner_text() == expected.message
+    centre = point(box, "cellCenter", 0, 1, 1)  # hover, then move the slider with the keys
+    page.mouse.move(centre["x"], centre["y"])
+    tooltip.wait_for(state="visible")
     press(page, slider, "ArrowLeft", 2)  # back to d_k = 64
     wait_for_change(lambda: box.get_attribute("data-key") == "choice=4", False)
+    tooltip.wait_for(state="hidden")  # it named a cell of the old setting: gone with it
+    page.mouse.move(0, 0)
 
 
 def test_the_rank_bars_follow_h(lab, page):
