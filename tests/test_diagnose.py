@@ -593,6 +593,9 @@ def test_the_head_scores_exercise_names_each_mistake(mistake):
     result = check_exercise(scores_learner(mistake), "head_scores", echo=False)
     assert (result.ok, result.mistakes) == (False, (mistake,)), result.message
     what, hint = MISTAKES[mistake]
+    if mistake == "no_scaling":  # worded for this exercise: there is no q·kᵀ in it
+        hint = "look at the line that computes x·W_QK·xᵀ: the scores should be divided by something"
+        hint += "."
     head, where, hint_line = result.message.split("\n")
     assert head == f"✗ This looks like a known mistake ({mistake}): {what}."
     assert where.startswith("  Where: line ") and hint_line == f"  Hint: {hint}"
