@@ -282,6 +282,24 @@ def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
     return False
 
 
+def _contradicted(name: str, runs: list[_Run]) -> bool:
+    """Whether the learner's own ops rule a mistake out: code that calls a softmax did not leave
+    it out, and code that masks its scores (masked_fill, where) did not ignore the mask."""
+    ops = {r.op.strip("_").rstrip("_") for run in runs for r in run.records}
+    if name == "no_softmax":
+        return any("softmax" in op for op in ops)
+    if name == "mask_ignored":
+        return bool(ops & {"masked_fill", "where"})
+    if name == "mask_after_softmax":  # masked before any softmax: not after it
+        for run in runs:
+            ops_in_order = [r.op.strip("_").rstrip("_") for r in run.records]
+            first = next((i for i, op in enumerate(ops_in_order) if "softmax" in op), None)
+            masks = [i for i, op in enumerate(ops_in_order) if op in ("masked_fill", "where")]
+            if first is not None and masks and masks[0] < first:
+                return True
+    return False
+
+
 def _same_in_some_form(t: torch.Tensor, stage: str, value: torch.Tensor) -> bool:
     return any(_same(t, form) for form in _forms(value, KINDS[stage]) if form.shape == t.shape)
 
@@ -423,6 +441,8 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
                 continue
             if any(_reworked(run, *t) for run, t in zip(runs, trials)):
                 continue  # the learner did more to that tensor: the mistake does not explain it
+            if _contradicted(name, runs):
+                continue
             score = sum(_progress(found, stages) for stages, found in trials)
             if score > current:
                 scored.append((score, name, trials))

@@ -466,7 +466,7 @@ def test_head_ranks_equal_matrix_rank_of_the_float64_products(d_model, h):
 
 
 def test_head_ranks_see_a_rank_lost_inside_a_head():
-    module = seeded_attention(32, 4)
+    module = copy.deepcopy(seeded_attention(32, 4))  # a copy: the course's module stays whole
     with torch.no_grad():
         module.w_k.weight[8:10] = 0  # head 1's W^K loses 2 of its 8 columns (x·W layout)
         module.w_o.weight[:, 24:27] = 0  # head 3's W^O block loses 3 of its 8 rows

@@ -1,6 +1,8 @@
 """helpers.widgets: move a control, assert what the panel sends the browser; impossible settings
 explain; every setting a control reaches next is already there."""
 
+import copy
+
 import pytest
 import torch
 
@@ -343,7 +345,7 @@ def test_circuits_explorer_rebuilds_the_maps_from_w_qk_and_counts_ranks():
         with torch.no_grad():
             _, weights = mha(embed(tokens(), d_model))
         torch.testing.assert_close(panel.maps, weights[0], atol=1e-5, rtol=0)
-        w_qk, _ = head_circuits(mha.double())  # float64: float32 drops one at (1, 128)
+        w_qk, _ = head_circuits(copy.deepcopy(mha).double())  # float32 drops one at (1, 128)
         assert torch.linalg.matrix_rank(w_qk).tolist() == [d_k] * h
         assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in panel.table
         assert (
