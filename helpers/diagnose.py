@@ -251,6 +251,11 @@ _REWORK = {
 }  # fmt: skip
 
 
+def _op(record: Record) -> str:
+    """The op's name without underscores: div_, __truediv__ and div are all "div"-like."""
+    return record.op.strip("_")
+
+
 def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
     """Whether a stage that a trial mistake changes matches a learner's tensor that the learner
     then worked on further (divided, multiplied, ...) into a tensor of the same shape that equals
@@ -269,7 +274,7 @@ def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
         children = [
             j for j, r in enumerate(records[:-1])
             if i in r.parents and r.tensor.shape == shape
-            and r.op.strip("_").rstrip("_") in _REWORK
+            and _op(r) in _REWORK
         ]  # fmt: skip
         if not children:
             continue
@@ -285,14 +290,14 @@ def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
 def _contradicted(name: str, runs: list[_Run]) -> bool:
     """Whether the learner's own ops rule a mistake out: code that calls a softmax did not leave
     it out, and code that masks its scores (masked_fill, where) did not ignore the mask."""
-    ops = {r.op.strip("_").rstrip("_") for run in runs for r in run.records}
+    ops = {_op(r) for run in runs for r in run.records}
     if name == "no_softmax":
         return any("softmax" in op for op in ops)
     if name == "mask_ignored":
         return bool(ops & {"masked_fill", "where"})
     if name == "mask_after_softmax":  # masked before any softmax: not after it
         for run in runs:
-            ops_in_order = [r.op.strip("_").rstrip("_") for r in run.records]
+            ops_in_order = [_op(r) for r in run.records]
             first = next((i for i, op in enumerate(ops_in_order) if "softmax" in op), None)
             masks = [i for i, op in enumerate(ops_in_order) if op in ("masked_fill", "where")]
             if first is not None and masks and masks[0] < first:
@@ -567,21 +572,23 @@ STAGE_HINTS: dict[str, str] = {
 }
 
 
-# hints worded for an exercise, by the words for what it returns (see EXERCISE_OUT)
+# hints worded for an exercise: exercise -> {mistake: hint}
 _EXERCISE_HINTS: dict[str, dict[str, str]] = {
-    "scores x·W_QK·xᵀ/√d_k": {
+    "head_scores": {
         "no_scaling": "look at the line that computes x·W_QK·xᵀ: the scores should be divided "
         "by something.",
     },
 }
 
 
-def _entry(finding: Finding, indent: str, out: tuple[str, str] | None) -> tuple[str, list[str]]:
+def _entry(
+    finding: Finding, indent: str, out: tuple[str, str] | None, hints: dict[str, str]
+) -> tuple[str, list[str]]:
     """(the headline, the Where and Hint lines) of one finding; `out` = (words, hint) for what
-    an exercise returns, if not multi-head attention's output."""
+    an exercise returns, if not multi-head attention's output; `hints` reword a mistake's hint."""
     if finding.mistake:
         what, hint = describe(finding.mistake)
-        hint = _EXERCISE_HINTS.get((out or ("",))[0], {}).get(finding.mistake, hint)
+        hint = hints.get(finding.mistake, hint)
         head = f"{finding.mistake}: {what}."
     else:
         words, hint = STAGE_WORDS[finding.stage], STAGE_HINTS[finding.stage]
@@ -598,10 +605,13 @@ def _entry(finding: Finding, indent: str, out: tuple[str, str] | None) -> tuple[
     return head, [*lines, f"{indent}Hint: {hint}"]
 
 
-def _message(findings: list[Finding], out: tuple[str, str] | None = None) -> str:
+def _message(
+    findings: list[Finding], out: tuple[str, str] | None = None, hints: dict | None = None
+) -> str:
+    hints = hints or {}
     if len(findings) == 1:
         finding = findings[0]
-        head, rest = _entry(finding, "  ", out)
+        head, rest = _entry(finding, "  ", out, hints)
         if finding.mistake:
             what = head.split(": ", 1)[1]
             head = f"This looks like a known mistake ({finding.mistake}): {what}"
@@ -610,7 +620,7 @@ def _message(findings: list[Finding], out: tuple[str, str] | None = None) -> str
         return "\n".join([f"✗ {head}", *rest])
     lines = [f"✗ This looks like {len(findings)} mistakes, in the order your code makes them:"]
     for i, finding in enumerate(findings, 1):
-        head, rest = _entry(finding, "     ", out)
+        head, rest = _entry(finding, "     ", out, hints)
         lines += [f"  {i}. {head}", *rest]
     return "\n".join(lines)
 
@@ -984,5 +994,6 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         if out is not None and sorted(out.shape) == sorted(expected.shape):
             message += " The same sizes in another order: check which dims your transpose swaps."
         return _verdict(False, message, echo)
-    message = _message(findings, EXERCISE_OUT.get(name)) if findings else _fallback(out, expected)
+    words, hints = EXERCISE_OUT.get(name), _EXERCISE_HINTS.get(name)
+    message = _message(findings, words, hints) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings)
