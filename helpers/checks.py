@@ -8,11 +8,17 @@ Torch only: no plotting, no widgets.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
-__all__ = ["check_shape", "check_close", "check_attention_rows", "default_atol"]
+__all__ = [
+    "check_shape",
+    "check_close",
+    "check_close_all",
+    "check_attention_rows",
+    "default_atol",
+]
 
 
 def _fmt(shape: Sequence) -> str:
@@ -131,6 +137,22 @@ def check_close(
         "  Hint: a difference this large is not rounding: one step differs (the scaling, the "
         "softmax dim, the order of the heads, a weight used transposed, a missing W^O)."
     )
+
+
+def check_close_all(
+    got: Mapping[str, torch.Tensor], expected: Mapping[str, torch.Tensor], name: str
+) -> None:
+    """check_close for every tensor of two {name: tensor} dicts with the same names (e.g. every
+    parameter of two modules, or every gradient). Prints one ✓ line naming how many it compared."""
+    if set(got) != set(expected):
+        missing, extra = sorted(set(expected) - set(got)), sorted(set(got) - set(expected))
+        raise AssertionError(
+            f"✗ {name}: not the same tensors: missing {missing or 'none'}, extra {extra or 'none'}."
+        )
+    for key in expected:
+        check_close(got[key], expected[key], f"{name}, {key}", echo=False)
+    atol = default_atol(*got.values(), *expected.values())
+    print(f"✓ {name}: all {len(expected)} equal within atol {atol:.0e} ({', '.join(expected)})")
 
 
 def check_attention_rows(

@@ -88,7 +88,7 @@ def test_code_runs_live_on_the_slides_and_advances(slideshow):
     slide = run_until(page, "✓ weights: (1, 4, 7, 7) = (B, h, T, T)")
     assert "Run each head on its own" in slide
     page.screenshot(path=SCREENSHOTS / "slides_02_heads.png")
-    slide = run_until(page, "✓ 16,384 = 4·d_model² = 4·64²")
+    slide = run_until(page, "✓ 16,384 parameters = 4·d_model² = 4·64²")
     assert "Count the matrices and the parameters" in slide
     page.screenshot(path=SCREENSHOTS / "slides_02_parameters.png")
     assert outside == []

@@ -1,0 +1,189 @@
+"""Checks behind the notebooks' ✓ lines that state more than an equality or a shape.
+
+Each takes the objects a notebook made and prints one ✓ line naming exactly what it compared, or
+raises AssertionError saying what came instead. `tests/test_claims.py` feeds each one a wrong
+object (a biased layer, heads that share a matrix, a head looking elsewhere) and shows it fails.
+Torch only: no plotting, no widgets.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = [
+    "check_linear_layout",
+    "check_separate_matrices",
+    "check_parameter_count",
+    "check_two_place_roles",
+    "check_head_patterns",
+    "check_anti_diagonal",
+]
+
+
+def _fail(claim: str, why: str) -> AssertionError:
+    return AssertionError(f"✗ {claim}: {why}")
+
+
+def check_linear_layout(linear: nn.Module, x: torch.Tensor, name: str) -> None:
+    """`linear` maps in_features -> out_features with no bias: its weight is stored as
+    (out_features, in_features) and linear(x) = x @ weight.T. x: (..., in_features)."""
+    claim = f"{name} stores (out_features, in_features), has no bias, computes x @ weight.T"
+    weight = linear.weight
+    d_in = x.shape[-1]
+    if getattr(linear, "bias", None) is not None:
+        raise _fail(claim, "it has a bias, so it computes x @ weight.T + bias, not x @ weight.T")
+    if weight.dim() != 2 or weight.shape[1] != d_in:
+        raise _fail(
+            claim,
+            f"its weight is {tuple(weight.shape)}; (out_features, in_features) needs "
+            f"in_features = {d_in} as the second dim",
+        )
+    with torch.no_grad():
+        got, expected = linear(x), x @ weight.T
+    if got.shape != expected.shape or not torch.allclose(got, expected, atol=1e-5):
+        raise _fail(claim, "its output is not x @ weight.T")
+    d_out = weight.shape[0]
+    print(
+        f"✓ {name}: weight {tuple(weight.shape)} = (out_features {d_out}, in_features {d_in}), "
+        "no bias, output = x @ weight.T"
+    )
+
+
+def check_separate_matrices(module: nn.Module) -> None:
+    """A per-head module's heads hold 3h weight tensors of shape (d_k, d_model) (nn.Linear's
+    layout), no two of them sharing memory: each head has its own W_i^Q, W_i^K, W_i^V."""
+    h, d_k, d_model = module.num_heads, module.d_k, module.d_model
+    claim = f"3h = {3 * h} separate (d_k, d_model) matrices in the heads"
+    weights = [lin.weight for head in module.heads for lin in (head.w_q, head.w_k, head.w_v)]
+    shapes = {tuple(w.shape) for w in weights}
+    if shapes != {(d_k, d_model)}:
+        raise _fail(claim, f"the heads' weights have shapes {sorted(shapes)}")
+    storages = {w.untyped_storage().data_ptr() for w in weights}
+    if len(storages) != 3 * h:
+        raise _fail(
+            claim,
+            f"the {len(weights)} weights sit in only {len(storages)} separate blocks of memory: "
+            "some heads share a matrix, or are views of one big one",
+        )
+    print(
+        f"✓ {3 * h} = 3h weight tensors in the heads, no two sharing memory, each "
+        f"({d_k}, {d_model}) = (d_k, d_model) in nn.Linear's layout: {d_model} × {d_k} as x·W"
+    )
+
+
+def check_parameter_count(module: nn.Module, echo: bool = True) -> int:
+    """A multi-head attention with d_k = d_model / h holds 4·d_model² weights, whatever h is, plus
+    4·d_model biases when its layers have them (each of the 3h + 1 layers adds its output width:
+    3h·d_k + d_model). Returns the count; echo=False checks without printing."""
+    d_model = module.d_model
+    linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
+    n_biases = sum(lin.bias.numel() for lin in linears if lin.bias is not None)
+    count = sum(p.numel() for p in module.parameters())
+    expected, formula = 4 * d_model**2, f"4·d_model² = 4·{d_model}²"
+    if n_biases:
+        expected, formula = expected + 4 * d_model, f"{formula} + 4·{d_model} (biases)"
+    if count != expected:
+        raise _fail(
+            f"{formula} = {expected:,} parameters",
+            f"the module has {count:,} (h = {module.num_heads}, d_k = {module.d_k}: "
+            f"h·d_k = {module.num_heads * module.d_k}, d_model = {d_model})",
+        )
+    if echo:
+        print(f"✓ {count:,} parameters = {formula}")
+    return count
+
+
+def _mean_on(weights: torch.Tensor, offset: int | None) -> torch.Tensor:
+    """Mean weight (over sequences and query positions t >= 2) on key t − 1 (offset=1) or on key 0
+    (offset=None). weights: (B, h, T, T) -> (h,)."""
+    t = torch.arange(2, weights.shape[-1])
+    keys = t - offset if offset is not None else torch.zeros_like(t)
+    return weights[:, :, t, keys].mean(dim=(0, 2))
+
+
+def check_two_place_roles(weights_one: torch.Tensor, weights_two: torch.Tensor) -> None:
+    """Notebook 04's learned maps, (B, 1, T, T) and (B, 2, T, T) on the same sequences: one of the
+    two heads looks at the previous position and the other at position 0 (each >= 0.9 of its
+    weight on average over queries t >= 2), while the single head splits its weight between the
+    two places (each below 0.9, together above 0.8)."""
+    claim = "two heads: one on the previous position, one on position 0"
+    previous, first = _mean_on(weights_two, 1), _mean_on(weights_two, None)
+    p_head, f_head = int(previous.argmax()), int(first.argmax())
+    if p_head == f_head or previous[p_head] < 0.9 or first[f_head] < 0.9:
+        raise _fail(
+            claim,
+            f"mean weight on the previous position per head {_fmt(previous)}, on position 0 "
+            f"{_fmt(first)}; each place needs its own head with at least 0.9",
+        )
+    one_p, one_f = float(_mean_on(weights_one, 1)[0]), float(_mean_on(weights_one, None)[0])
+    if max(one_p, one_f) >= 0.9 or one_p + one_f <= 0.8:
+        raise _fail(
+            "one head splits its weight between the two places",
+            f"it gives {one_p:.2f} to the previous position and {one_f:.2f} to position 0",
+        )
+    print(
+        f"✓ 2 heads: head {p_head} puts {float(previous[p_head]):.2f} of its weight on the "
+        f"previous position, head {f_head} {float(first[f_head]):.2f} on position 0"
+    )
+    print(f"✓ 1 head: {one_p:.2f} on the previous position and {one_f:.2f} on position 0, split")
+
+
+def _fmt(values: torch.Tensor) -> str:
+    return "[" + ", ".join(f"{float(v):.2f}" for v in values) + "]"
+
+
+def check_head_patterns(
+    scores: dict[str, torch.Tensor],
+    found: dict[str, float],
+    absent: dict[str, float],
+    times_mean: float = 4.0,
+) -> None:
+    """Notebook 07's tour. scores: {pattern: (n_layers, h)} mean weights. For each pattern in
+    `found`, the best head gives it more than the threshold and more than `times_mean` × the mean
+    head (except [CLS], on which many heads rest); for each pattern in `absent`, no head gives it
+    as much as the threshold."""
+    for name, threshold in found.items():
+        best, mean = float(scores[name].max()), float(scores[name].mean())
+        if best <= threshold:
+            raise _fail(f"a head for {name}", f"the best head gives it {best:.2f} ≤ {threshold}")
+        if name != "[CLS]" and best <= times_mean * mean:
+            raise _fail(
+                f"a head for {name}",
+                f"the best head's {best:.2f} is not above {times_mean:g}× the mean head's "
+                f"{mean:.2f}",
+            )
+    for name, threshold in absent.items():
+        best = float(scores[name].max())
+        if best >= threshold:
+            raise _fail(f"no head looks mostly at {name}", f"one head gives it {best:.2f}")
+    rare = [n for n in found if n != "[CLS]"]
+    print(f"✓ the best head beats the threshold for each pattern ({_thresholds(found)})")
+    print(f"✓ and, for all but [CLS], more than {times_mean:g}× the mean head ({', '.join(rare)})")
+    print(f"✓ no head gives {' or '.join(absent)} as much as its threshold ({_thresholds(absent)})")
+
+
+def _thresholds(values: dict[str, float]) -> str:
+    return ", ".join(f"{name} {threshold}" for name, threshold in values.items())
+
+
+def check_anti_diagonal(weights: torch.Tensor, at_least: float = 0.5, most: float = 0.9) -> None:
+    """Notebook 09's reversal. weights: (B, h, T_q, T_k) with T_q = T_k = T, one sequence per row of
+    the batch. Every head, at every output position t of every sequence, puts at least `at_least`
+    of its weight on source position T − 1 − t, and at least 0.9 in a share `most` of the cases."""
+    B, h, T, _ = weights.shape
+    t = torch.arange(T)
+    on = weights[:, :, t, T - 1 - t]  # (B, h, T)
+    lowest, share = float(on.min()), float((on >= 0.9).double().mean())
+    claim = "each head puts its weight on the mirrored source position"
+    if lowest < at_least or share < most:
+        raise _fail(
+            claim,
+            f"the lowest weight there is {lowest:.2f} (needs ≥ {at_least}) and {share:.0%} of "
+            f"the cases reach 0.9 (needs ≥ {most:.0%})",
+        )
+    print(
+        f"✓ on {B} sequences, every head at every output position puts at least {at_least:.0%} "
+        f"of its weight on the mirrored source position (lowest {lowest:.2f}), and at least 90% "
+        f"in {share:.0%} of the {on.numel():,} cases"
+    )
