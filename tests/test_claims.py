@@ -11,8 +11,10 @@ from helpers.claims import (
     check_anti_diagonal,
     check_head_patterns,
     check_linear_layout,
+    check_outputs_differ,
     check_parameter_count,
     check_separate_matrices,
+    check_two_heads_win,
     check_two_place_roles,
 )
 from helpers.examples import seeded_attention
@@ -87,7 +89,7 @@ def test_02_03_four_d_model_squared_for_every_h(per_head, h, capsys):
 
 def test_02_four_d_model_squared_plus_biases(capsys):
     assert check_parameter_count(PerHeadMultiHeadAttention(64, 4, bias=True)) == 4 * 64**2 + 4 * 64
-    assert "= 4·d_model² = 4·64² + 4·64 (biases)" in capsys.readouterr().out
+    assert "= 4·d_model² = 4·64² + 4·d_model = 4·64 biases" in capsys.readouterr().out
 
 
 def test_05_four_d_model_squared_fails_when_d_k_is_not_d_model_over_h():
@@ -251,3 +253,54 @@ def test_05_key_bias_gets_no_gradient_but_the_query_bias_does():
     check_close(module.w_k.bias.grad, zero, "W^K's bias gets no gradient", atol=1e-6)
     with pytest.raises(AssertionError, match=r"✗ W\^Q's bias gets no gradient: max"):
         check_close(module.w_q.bias.grad, zero, "W^Q's bias gets no gradient", atol=1e-6)
+
+
+def test_05_wide_heads_count_4_h_d_k_d_model(capsys):
+    wide = PerHeadMultiHeadAttention(32, 4, d_k=16)
+    assert check_parameter_count(wide, tied=False) == 4 * 4 * 16 * 32
+    assert "✓ 8,192 parameters = 4·h·d_k·d_model = 4·4·16·32" in capsys.readouterr().out
+
+
+def test_05_wide_heads_count_fails_when_w_o_is_square():
+    wide = PerHeadMultiHeadAttention(32, 4, d_k=16)
+    wide.w_o = nn.Linear(32, 32, bias=False)  # W^O not widened to h·d_k inputs
+    with pytest.raises(AssertionError, match="the module has 7,168"):
+        check_parameter_count(wide, tied=False)
+
+
+def test_04_outputs_differ_fails_at_h_1():
+    x = torch.randn(1, 7, 48)
+    one, same = seeded_attention(48, 1), seeded_attention(48, 1)
+    with pytest.raises(AssertionError, match="the largest difference is 0, not above 0.1"):
+        check_outputs_differ(one(x)[0], same(x)[0], "outputs", at_least=0.1)
+    assert check_outputs_differ(one(x)[0], seeded_attention(48, 4)(x)[0], "outputs", 0.1) > 0.1
+
+
+@pytest.fixture(scope="module")
+def two_place_runs():
+    from helpers.experiment import train_two_place
+
+    return train_two_place(num_heads=1), train_two_place(num_heads=2)
+
+
+def test_04_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
+    check_two_heads_win(*two_place_runs)
+    assert (
+        "one head\n  still misses the first token at 25% of the positions"
+        in capsys.readouterr().out
+    )
+
+
+def test_04_two_heads_win_fails_with_the_runs_swapped(two_place_runs):
+    one, two = two_place_runs
+    with pytest.raises(AssertionError, match=r"the models have \(2, 1\) heads"):
+        check_two_heads_win(two, one)
+
+
+def test_04_two_heads_win_fails_for_an_untrained_two_head_model(two_place_runs):
+    from helpers.experiment import TrainResult, TwoPlaceModel
+
+    torch.manual_seed(0)
+    untrained = TrainResult(TwoPlaceModel(2), losses=[2.8] * 20)
+    with pytest.raises(AssertionError, match="two heads: final loss 2.80"):
+        check_two_heads_win(two_place_runs[0], untrained)
