@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import linecache
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,8 @@ class Trace:
     error: BaseException | None
     records: list[Record]
     returned_at: tuple[int, str] | None  # the learner's `return` line: (line, code)
+    failed: tuple[str, tuple[str, ...]] | None  # the op that raised and what went in: for each
+    # tensor, "weight" (a watched matrix as given), "weight product" (a product of them), "other"
 
     def record_of(self, tensor: torch.Tensor) -> Record | None:
         """The last record made as `tensor` itself (the same object), if any."""
@@ -81,14 +84,20 @@ def _is_internal(filename: str) -> bool:
     return path.startswith((_HELPERS, _TORCH)) or filename.startswith("<frozen")
 
 
-def _learner_lines(stop) -> tuple[int | None, str, tuple[int, str] | None]:
-    """(line, code, caller) of the innermost frame outside helpers and torch; caller is the
-    outermost such frame below trace_call (the function checked) when it is another frame."""
+def _learner_frames(stop) -> list:
+    """The frames of the learner's own code, innermost first, below trace_call."""
     frame, learner = sys._getframe(2), []
     while frame is not None and frame.f_code is not stop:
         if not _is_internal(frame.f_code.co_filename):
             learner.append(frame)
         frame = frame.f_back
+    return learner
+
+
+def _learner_lines(stop) -> tuple[int | None, str, tuple[int, str] | None]:
+    """(line, code, caller) of the innermost frame outside helpers and torch; caller is the
+    outermost such frame below trace_call (the function checked) when it is another frame."""
+    learner = _learner_frames(stop)
     if not learner:
         return None, "", None
     inner, outer = learner[0], learner[-1]
@@ -111,13 +120,50 @@ _SAME_NUMBERS = {
 }  # fmt: skip
 
 
+_PRODUCTS = {"matmul", "mm", "bmm", "einsum", "__matmul__", "__rmatmul__", "tensordot"}
+
+
+def _tensors(args, kwargs) -> list[torch.Tensor]:
+    found = []
+    for a in (*args, *(kwargs or {}).values()):
+        found += [t for t in (a if isinstance(a, tuple | list) else (a,))
+                  if isinstance(t, torch.Tensor)]  # fmt: skip
+    return found
+
+
+def _rewarn(caught, frames) -> None:
+    """Show the warnings an op raised at the learner's line (torch's own stack level would point
+    into this file), through the usual filters."""
+    for w in caught:
+        if not frames:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+            continue
+        frame = frames[0]
+        registry = frame.f_globals.setdefault("__warningregistry__", {})
+        warnings.warn_explicit(
+            w.message, w.category, frame.f_code.co_filename, frame.f_lineno,
+            module=frame.f_globals.get("__name__"), registry=registry,
+            module_globals=frame.f_globals,
+        )  # fmt: skip
+
+
 class _Recorder(TorchFunctionMode):
-    def __init__(self, stop) -> None:
+    def __init__(self, stop, watch: Sequence[torch.Tensor] = ()) -> None:
         super().__init__()
         self.stop = stop  # the code object of trace_call: frames above it are not the learner's
         self.made: list = []
         self.families: dict[int, int] = {}  # id of a tensor made here -> its family
         self.index: dict[int, int] = {}  # id of a tensor made here -> its latest record
+        self.watch = {id(t) for t in watch}  # the weight matrices passed in, as given
+        self.from_watch: set[int] = set(self.watch)  # tensors made from them alone
+        self.products: set[int] = set()  # ... by a product of them (W^Q·W^Kᵀ)
+        self.alive: list = list(watch)  # keeps the ids above unique
+        self.failed: tuple[str, tuple[str, ...]] | None = None  # the op that raised, its inputs
+
+    def _kind(self, t: torch.Tensor) -> str:
+        if id(t) in self.watch:
+            return "weight"
+        return "weight product" if id(t) in self.products else "other"
 
     def _parents(self, args, kwargs) -> tuple[int, ...]:
         found = []
@@ -129,8 +175,25 @@ class _Recorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         parents = self._parents(args, kwargs)  # before the op: an in-place op's input is older
-        out = func(*args, **(kwargs or {}))
         name = getattr(func, "__name__", type(func).__name__)
+        inputs = _tensors(args, kwargs)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = func(*args, **(kwargs or {}))
+        except Exception:
+            self.failed = (name, tuple(self._kind(t) for t in inputs))
+            raise
+        finally:
+            if caught:
+                _rewarn(caught, _learner_frames(self.stop))
+        if inputs and all(id(t) in self.from_watch for t in inputs):
+            made = [t for t in (out if isinstance(out, tuple | list) else (out,))
+                    if isinstance(t, torch.Tensor)]  # fmt: skip
+            self.alive += made
+            self.from_watch |= {id(t) for t in made}
+            if name in _PRODUCTS or any(id(t) in self.products for t in inputs):
+                self.products |= {id(t) for t in made}
         source = args[0] if args and isinstance(args[0], torch.Tensor) else None
         family = len(self.made)  # a new family, unless the op only rearranges its input
         if name in _SAME_NUMBERS and source is not None:
@@ -149,9 +212,11 @@ class _Recorder(TorchFunctionMode):
         return out
 
 
-def trace_call(fn: Callable, args: Sequence) -> Trace:
-    """Call fn(*args) under the recorder, with no autograd; never raises for the learner's code."""
-    recorder = _Recorder(trace_call.__code__)
+def trace_call(fn: Callable, args: Sequence, watch: Sequence[torch.Tensor] = ()) -> Trace:
+    """Call fn(*args) under the recorder, with no autograd; never raises for the learner's code.
+    `watch`: tensors among args (the weight matrices) whose use the trace reports if an op raises.
+    A warning an op raises is shown at the learner's line."""
+    recorder = _Recorder(trace_call.__code__, watch)
     returned_at: list[tuple[int, str]] = []
 
     def on_return(frame, event, arg) -> None:  # the line of the learner's own `return`
@@ -175,4 +240,5 @@ def trace_call(fn: Callable, args: Sequence) -> Trace:
     finally:
         sys.setprofile(previous)
     at = returned_at[-1] if returned_at and error is None else None
-    return Trace(result, error, [r for _, r in recorder.made], at, recorder.made)
+    failed = recorder.failed if error is not None else None
+    return Trace(result, error, [r for _, r in recorder.made], at, failed, recorder.made)

@@ -3,6 +3,7 @@ own line, as it was at that moment; errors are kept, never raised."""
 
 import inspect
 
+import pytest
 import torch
 
 from helpers.attention import split_heads
@@ -68,3 +69,37 @@ def test_integer_tensors_and_scalars_are_not_recorded():
 
     trace = trace_call(counts, [torch.randn(3, 4)])
     assert [r.op for r in trace.records] == ["float", "mul"]  # no arange, no sum
+
+
+def test_a_warning_an_op_raises_is_shown_at_the_learners_line():
+    def implicit_dim(x):
+        return torch.nn.functional.softmax(x)  # no dim: torch warns, every time
+
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="Implicit dimension choice") as caught:
+            trace = trace_call(implicit_dim, [torch.randn(2, 3, 4)])
+        assert trace.error is None and trace.result.shape == (2, 3, 4)
+        (warning,) = [w for w in caught if "Implicit dimension" in str(w.message)]
+        where = (__file__, line_of(implicit_dim, "return torch.nn"))
+        assert (warning.filename, warning.lineno) == where
+
+
+def test_the_op_that_raised_says_whether_a_watched_matrix_went_in_as_given():
+    x, w = torch.randn(2, 5, 12), torch.randn(4, 12)
+
+    def as_given(x, w):
+        return x @ w
+
+    def transposed_then_wrong(x, w):
+        return x.transpose(1, 2) @ w.T
+
+    def product_of_weights(x, w):
+        return x @ (w @ w.T)
+
+    cases = [(as_given, ("other", "weight")), (transposed_then_wrong, ("other", "other")),
+             (product_of_weights, ("other", "weight product"))]  # fmt: skip
+    for fn, kinds in cases:
+        trace = trace_call(fn, [x, w], watch=[w])
+        assert isinstance(trace.error, RuntimeError)
+        assert trace.failed == ("matmul", kinds), fn.__name__
+    assert trace_call(lambda x, w: x @ w.T, [x, w], watch=[w]).failed is None
