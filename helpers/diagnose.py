@@ -15,21 +15,30 @@ engine:
    code departs. The engine switches on each known mistake in turn (the catalogue, MISTAKES, and
    further SLIPS) and keeps the one that lets the most stages match; it then goes on from there to
    find a second departure downstream. A departure no known mistake explains is reported as such,
-   and the engine continues from the learner's own tensor.
+   at the first stage the learner made a tensor for (12's code never makes q), or where a head's
+   slice is never made (head 0's matrices in every pass of a loop), or where a right tensor is
+   used in another's place (w_k and w_v swapped); the engine continues from the learner's own
+   tensor. When it cannot tell the line, the message says so.
 4. Each departure is reported with what differs, the learner's line, and a hint that points at the
    line, not at the solution.
 
 Conventions (as everywhere in the course): x is (B, T, d_model); weights are plain tensors in
 nn.Linear's (out_features, in_features) layout, so a projection is `x @ w_q.T`; mask is boolean,
 True = may attend, broadcastable to (B, T, T). Never raises because of the learner's code: every
-problem becomes the message. Learners may still return (out, {stage: tensor}); the stages are then
-searched too.
+problem becomes the message. Only the output alone can get a ✓: a learner who returns a tuple or a
+list, e.g. (out, weights) or (out, {stage: tensor}), is told so, and its first item is diagnosed
+(the stages of a dict are searched too). The sizes each exercise's check uses are CHECK_SIZES, in
+words check_sizes(name); a function that reads integers from outside it (a notebook's h = 4) is
+told which, with those sizes.
 """
 
 from __future__ import annotations
 
+import dis
 import functools
+import itertools
 import traceback
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -61,11 +70,15 @@ __all__ = [
     "CIRCUIT_MISTAKES",
     "diagnose",
     "check_exercise",
+    "CHECK_SIZES",
+    "check_sizes",
     "reference_attention",
 ]
 
 ATOL = 1e-4
 B, T, D_MODEL, HEADS = 2, 5, 12, 3  # d_k = 4: every scaling mistake gives different numbers
+ONE_HEAD_D_K = 4  # 01's and 12's one head
+CROSS_T_K = T + 2  # 09's context: longer than x, so a mix-up changes the shape or the numbers
 _MOST_NEGATIVE = -1e4  # a masked score filled with -1e9 or finfo.min counts as -inf
 _MAX_FINDINGS = 4
 
@@ -79,6 +92,7 @@ class Finding:
     record: Record | None  # the learner's tensor there, with its line
     detail: str = ""  # for an unknown difference: how large, and where
     position: int = 0  # where its record stands in the code's order (see _position)
+    hint: str = ""  # for an unknown difference: a hint worded for it (else the stage's)
 
 
 @dataclass
@@ -247,7 +261,8 @@ def _vouched(found: dict[str, int], stages: dict) -> set[str]:
 _REWORK = {
     "div", "truediv", "rtruediv", "itruediv", "true_divide", "divide", "mul", "rmul", "imul",
     "multiply", "add", "radd", "iadd", "sub", "rsub", "isub", "subtract", "pow", "sqrt", "exp",
-    "setitem",
+    "setitem", "sigmoid", "tanh", "relu", "gelu", "elu", "softplus", "abs", "log", "neg",
+    "square", "clamp", "clip", "sign", "normalize", "log_softmax", "exp2", "log2", "reciprocal",
 }  # fmt: skip
 
 
@@ -324,6 +339,11 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
     home = HOME.get(name)
     if home in own and home in changed:
         return home, records[own[home]]
+    if name.startswith(WRONG_NUM_HEADS) and "out" in own:  # 03: the view that cuts, not return
+        family = records[own["out"]].family
+        cut = [r for r in records[:-1] if r.family == family and _op(r) in _CUTS]
+        if cut:
+            return "out", cut[0]
     for skip_copies in (True, False):
         for stage in changed:
             copy = any(_same(after[d], after[stage]) for d in DEPENDS.get(stage, ()) if d in after)
@@ -333,6 +353,7 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
 
 
 _BOUNDARY = ("softmax", "masked_fill", "where")
+_CUTS = ("view", "reshape", "unflatten", "split", "chunk", "tensor_split", "unbind")
 
 
 def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int | None:
@@ -419,6 +440,7 @@ class _Run:
         self.given: dict[str, torch.Tensor] = {}  # stages taken from the learner's own tensors
         self.hits_of = _Hits(records)
         self.stages = stages_of()
+        self.reference = dict(self.stages)  # the right stages, for saying what a tensor equals
         self.found = _match(self.stages, records, self.hits_of)
 
     def trial(self, mistakes: tuple[str, ...]) -> tuple[dict, _Found]:
@@ -469,8 +491,24 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
         # a departure no known mistake explains: report it once (from the first run that shows
         # it) and go on from the learner's own tensor in every run that departs there
         first = pending[0]
-        stage = next(n for n in first.stages if n not in _vouched(first.found, first.stages))
+        special = [_missing_head(run) or _misplaced(run) for run in pending]
+        if special[0]:
+            stage, target, record, detail, hint = special[0]
+            findings.append(Finding(None, stage, record, detail, _position(record, runs), hint))
+            if stage == target and all(
+                s and s[1] == target and s[2].tensor.shape == run.stages[target].shape
+                for run, s in zip(pending, special)
+            ):  # a right tensor in the wrong place: go on from it
+                for run, s in zip(pending, special):
+                    run.given[target] = s[2].tensor
+                    run.stages, run.found = run.trial(tuple(made))
+                continue
+            break
+        unvouched = [n for n in first.stages if n not in _vouched(first.found, first.stages)]
+        stage = next((n for n in unvouched if _made_in_place(n, first)), "out")
         stage = _changed_input(stage, first) or stage
+        if stage != "out" and _same(first.stages[stage], first.stages["out"]):
+            stage = "out"  # one head and no W^O: what it makes is the output itself
         target = _cut_first(stage, first)  # the stage whose tensor the learner made instead
         followed = []
         for run in pending:
@@ -483,13 +521,171 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
             break  # said already
         heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
         detail = _difference(record.tensor, target, first.stages[target], heads) if record else ""
-        findings.append(Finding(None, stage, record, detail, _position(record, runs)))
+        alias = _equals_other_stage(record, target, first) if record else ""
+        detail = f"{detail}; {alias}" if detail and alias else detail or alias
+        hint = _right_until(first) if stage == "out" else ""
+        findings.append(Finding(None, stage, record, detail, _position(record, runs), hint))
         if any(r is None or r.tensor.shape != run.stages[target].shape for run, r in followed):
             break  # the learner's tensor is laid out another way: stop here
         for run, r in followed:
             run.given[target] = r.tensor
             run.stages, run.found = run.trial(tuple(made))
     return sorted(findings, key=lambda f: f.position)
+
+
+def _made_in_place(stage: str, run: _Run) -> bool:
+    """Whether the learner made a tensor in `stage`'s place (12's code that never makes q has no
+    tensor in q's place: the departure is not there)."""
+    if KINDS[stage] == "out":
+        return True
+    target = _cut_first(stage, run)
+    return _role(target, run.stages, run.found, run.records) is not None
+
+
+def _closure(stage: str) -> set[str]:
+    """The stage and every stage it is computed from."""
+    found, todo = {stage}, [stage]
+    while todo:
+        for earlier in DEPENDS.get(todo.pop(), ()):
+            if earlier not in found:
+                found.add(earlier)
+                todo.append(earlier)
+    return found
+
+
+def _own(found: _Found) -> dict[str, int]:
+    return {name: i for name, i in found.items() if name not in found.borrowed}
+
+
+def _misplaced(run: _Run):
+    """A right tensor used in the wrong place: the first stage no tensor matches is computed (in
+    the learner's code) from a tensor that equals a stage it does not depend on (scores made from
+    a k that equals the reference's v: w_k and w_v swapped). Then (the stage of the tensor's role,
+    the same, the learner's record where it was made, detail, hint), else None."""
+    stage = next((n for n in run.stages if n not in _vouched(run.found, run.stages)), None)
+    if stage is None or KINDS[stage] == "out":
+        return None
+    i = _role(_cut_first(stage, run), run.stages, run.found, run.records)
+    if i is None:
+        return None
+    stage_of = {}
+    for name, j in _own(run.found).items():
+        stage_of.setdefault(run.records[j].family, name)
+    seen, todo, inputs = set(), list(run.records[i].parents), {}
+    while todo:  # the learner's tensors this one is made from, back to ones that match a stage
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        name = stage_of.get(run.records[j].family)
+        if name is None:
+            todo += run.records[j].parents
+        else:
+            inputs.setdefault(name, j)
+    allowed = _closure(stage)
+    for name, _ in sorted(inputs.items(), key=lambda item: item[1]):
+        if name in allowed:
+            continue
+        kind = KINDS[name]
+        roles = [n for n in DEPENDS.get(stage, ()) if n in run.stages and KINDS[n] == kind
+                 and n not in inputs
+                 and run.stages[n].shape == run.stages[name].shape]  # fmt: skip
+        if not roles:
+            continue
+        role, made = roles[0], name
+        base_role, base = role.removesuffix("_heads"), name.removesuffix("_heads")
+        if base_role != role and base in run.found and base not in run.found.borrowed:
+            role, made = base_role, base  # point at the line that made it, before the cut
+        record = run.records[run.found[made]]
+        detail = f"yours equal the reference's {{{made}}}"
+        hint = "look at the line that makes it: which input and which weight does it use?"
+        return role, role, record, detail, hint
+    return None
+
+
+def _missing_head(run: _Run):
+    """Code that works one head at a time, where a stage matches head 0's slice but some head's
+    slice is never made (head 0's matrices taken for every head): (the stage, the same, the
+    learner's tensor in that head's place, detail, hint), else None."""
+    own = _own(run.found)
+    for stage in ("q_heads", "k_heads", "v_heads", "weights", "heads"):
+        if stage not in own or stage not in run.stages:
+            continue
+        value = run.stages[stage]
+        if value.dim() != 4 or value.shape[1] < 2:
+            continue
+        mine = run.records[own[stage]]
+        per_head = value.unbind(1)
+        if mine.tensor.shape not in (per_head[0].shape, per_head[0].mT.shape):
+            continue  # matched as all heads at once
+        same = mine.tensor.shape == per_head[0].shape
+
+        def equal(t, k, same=same, per_head=per_head):
+            return _same(t, per_head[k] if same else per_head[k].mT)
+
+        h = len(per_head)
+        missing = [
+            k
+            for k in range(h)
+            if not any(
+                r.tensor.shape == mine.tensor.shape and equal(r.tensor, k) for r in run.records
+            )
+        ]
+        if not missing:
+            continue
+        key = (mine.lineno, mine.op, mine.tensor.shape)
+        siblings = [r for r in run.records if (r.lineno, r.op, r.tensor.shape) == key]
+        index = next(n for n, r in enumerate(siblings) if r is mine)
+        per_pass = len(siblings) // h if len(siblings) % h == 0 else 0
+        head = missing[0]
+        record = siblings[index + head * per_pass] if per_pass else None
+        copies = [k for k in range(h) if record is not None and equal(record.tensor, k)]
+        detail = f"head {head}'s is never made"
+        if copies:
+            detail += f": in its place your code makes head {copies[0]}'s again"
+        hint = (
+            "each head needs its own slice: look at which head's matrices or features this line "
+            "takes in each pass of the loop."
+        )
+        return stage, None, record, detail, hint
+    return None
+
+
+def _right_until(run: _Run) -> str:
+    """For an output that differs in no known way: the hint that the tensor it is made from is
+    right (the line that makes it), when the learner's code made a right stage and then changed
+    it on the return line; else ''."""
+    last = len(run.records) - 1
+    made = [i for i in range(last) if run.records[i].family == run.records[last].family]
+    if not made:
+        return ""
+    stage_of = {i: name for name, i in _own(run.found).items() if KINDS[name] != "out"}
+    seen, todo = set(), list(run.records[made[0]].parents)
+    while todo:
+        j = max(todo)
+        todo.remove(j)
+        if j in seen:
+            continue
+        seen.add(j)
+        if j in stage_of:
+            right = run.records[j]
+            if right.lineno == run.records[last].lineno:
+                return ""  # the stage's own hint says more
+            where = right.where or "an earlier line"
+            return f"the tensor made on {where} is right: look at what your code does to it after."
+        todo += run.records[j].parents
+    return ""
+
+
+def _equals_other_stage(record: Record, stage: str, run: _Run) -> str:
+    """'it equals the reference's values v = x·W^V' when the learner's tensor in `stage`'s place
+    is another stage of the reference (for the same inputs), else ''."""
+    for name, value in run.reference.items():
+        if name == stage or KINDS[name] == "out" or _same(value, run.reference[stage]):
+            continue
+        if _same_in_some_form(record.tensor, name, value):
+            return f"yours equal the reference's {{{name}}}"
+    return ""
 
 
 def _cut_first(stage: str, run: _Run) -> str:
@@ -567,7 +763,7 @@ STAGE_HINTS: dict[str, str] = {
     "heads": "look at what the weights multiply on this line.",
     "merged": "look at how this line puts the heads back side by side.",
     "out": "look at this line: what is left to do once the heads are merged?",
-    "w_qk": "look at the product on this line, and the order of its factors.",
+    "w_qk": "look at the product on this line: which matrices, in which order?",
     "xw": "look at the product on this line, and the order of its factors.",
 }
 
@@ -578,40 +774,72 @@ _EXERCISE_HINTS: dict[str, dict[str, str]] = {
         "no_scaling": "look at the line that computes x·W_QK·xᵀ: the scores should be divided "
         "by something.",
     },
+    "split_heads": {
+        WRONG_NUM_HEADS: "look at the number of heads on this line: use the num_heads argument, "
+        "not a number or an h left over from another cell.",
+    },
+}
+
+# a stage's words for an exercise, where the general ones would not be true ("cut": what a
+# wrong number of heads cuts)
+_EXERCISE_WORDS: dict[str, dict[str, str]] = {
+    "cross_attention": {"k": "keys k = context·W^K", "v": "values v = context·W^V"},
+    "split_heads": {"cut": "t is"},
 }
 
 
 def _entry(
-    finding: Finding, indent: str, out: tuple[str, str] | None, hints: dict[str, str]
+    finding: Finding,
+    indent: str,
+    out: tuple[str, str] | None,
+    hints: dict[str, str],
+    words_of: dict[str, str],
 ) -> tuple[str, list[str]]:
     """(the headline, the Where and Hint lines) of one finding; `out` = (words, hint) for what
-    an exercise returns, if not multi-head attention's output; `hints` reword a mistake's hint."""
+    an exercise returns, if not multi-head attention's output; `hints` reword a mistake's hint
+    (a key "num_heads_" stands for every number of heads), `words_of` a stage's words."""
+    words_of = {**STAGE_WORDS, **words_of}
     if finding.mistake:
-        what, hint = describe(finding.mistake)
-        hint = hints.get(finding.mistake, hint)
+        what, hint = describe(finding.mistake, words_of.get("cut", "q, k and v"))
+        generic = WRONG_NUM_HEADS if finding.mistake.startswith(WRONG_NUM_HEADS) else ""
+        hint = hints.get(finding.mistake, hints.get(generic, hint))
         head = f"{finding.mistake}: {what}."
     else:
-        words, hint = STAGE_WORDS[finding.stage], STAGE_HINTS[finding.stage]
+        words, hint = words_of[finding.stage], STAGE_HINTS[finding.stage]
         if finding.stage == "out" and out:
             words, hint = out
+        record = finding.record
+        if finding.stage == "weights" and record is not None and "softmax" not in record.op:
+            words = "weights"  # not "the softmax of the scores": there is none on its line
+            hint = "look at how this line turns the scores into weights: which function, over "
+            hint += "which dim?"
+        hint = finding.hint or hint
         verb = "differs" if words.startswith(("output", "W_QK", "x·W_QK")) else "differ"
-        detail = f" ({finding.detail})" if finding.detail else ""
+        detail = finding.detail
+        for name, stage_words in words_of.items():  # "yours equal the reference's {v}"
+            detail = detail.replace("{" + name + "}", stage_words)
+        detail = f" ({detail})" if detail else ""
         head = (
             f"your {words} {verb} from the reference's{detail}, in a way that matches no known "
             "mistake."
         )
     where = finding.record.where if finding.record else ""
+    if not where and not finding.mistake:
+        where = "the check cannot tell which line of your code makes it."
     lines = [f"{indent}Where: {where}"] if where else []
     return head, [*lines, f"{indent}Hint: {hint}"]
 
 
 def _message(
-    findings: list[Finding], out: tuple[str, str] | None = None, hints: dict | None = None
+    findings: list[Finding],
+    out: tuple[str, str] | None = None,
+    hints: dict | None = None,
+    words: dict | None = None,
 ) -> str:
-    hints = hints or {}
+    hints, words = hints or {}, words or {}
     if len(findings) == 1:
         finding = findings[0]
-        head, rest = _entry(finding, "  ", out, hints)
+        head, rest = _entry(finding, "  ", out, hints, words)
         if finding.mistake:
             what = head.split(": ", 1)[1]
             head = f"This looks like a known mistake ({finding.mistake}): {what}"
@@ -620,12 +848,17 @@ def _message(
         return "\n".join([f"✗ {head}", *rest])
     lines = [f"✗ This looks like {len(findings)} mistakes, in the order your code makes them:"]
     for i, finding in enumerate(findings, 1):
-        head, rest = _entry(finding, "     ", out, hints)
+        head, rest = _entry(finding, "     ", out, hints, words)
         lines += [f"  {i}. {head}", *rest]
     return "\n".join(lines)
 
 
-def _verdict(ok: bool, message: str, echo: bool, findings: Iterable[Finding] = ()) -> Diagnosis:
+def _verdict(
+    ok: bool, message: str, echo: bool, findings: Iterable[Finding] = (), note: str = ""
+) -> Diagnosis:
+    """The Diagnosis, printed if `echo`; `note` is added to a message that is not a ✓."""
+    if not ok and note:
+        message = f"{message}\n  {note}"
     if echo:
         print(message)
     findings = tuple(findings)
@@ -649,12 +882,48 @@ def _where_in_learner_code(err: BaseException) -> str:
     return f" (line {frame.lineno}: `{code}`)" if code else f" (line {frame.lineno})"
 
 
-def _run(fn: Callable, args: dict, when: str = "") -> tuple[Trace | None, str | None]:
+def _globals_read(fn: Callable) -> list[tuple[str, int]]:
+    """The integers the function reads from outside itself (a notebook's h = 4), by name."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    names, todo = [], [code]
+    while todo:
+        current = todo.pop()
+        names += [i.argval for i in dis.get_instructions(current)
+                  if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]  # fmt: skip
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    scope = getattr(fn, "__globals__", {})
+    return [
+        (name, scope[name]) for name in dict.fromkeys(names)
+        if isinstance(scope.get(name), int) and not isinstance(scope.get(name), bool)
+    ]  # fmt: skip
+
+
+def _note(fn: Callable, name: str) -> str:
+    """For a check that fails: which integers the function reads from outside it, and the sizes
+    the check calls it with."""
+    read = _globals_read(fn)
+    if not read:
+        return ""
+    listed = ", ".join(f"{n} (= {v})" for n, v in read)
+    return (
+        f"Note: your function reads {listed} from outside it, not from its arguments; the check "
+        f"calls it with {_sizes_text(name)}: take every size from the arguments."
+    )
+
+
+def _run(
+    fn: Callable, args: dict, when: str = "", name: str = ""
+) -> tuple[Trace | None, str | None]:
     """Call the learner's function on copies of args, traced; return (trace, None) or
-    (None, the message for what it raised). `when` says which call, e.g. ' without a mask'."""
+    (None, the message for what it raised). `when` says which call, e.g. ' without a mask';
+    `name` is the exercise's (see CHECK_SIZES)."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args.values()]
     copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
-    trace = trace_call(fn, copies)  # positional: the learner may name the parameters differently
+    matrices = [w for a in copies for w in (a if isinstance(a, list) else [a])
+                if isinstance(w, torch.Tensor) and w.dim() == 2]  # fmt: skip
+    trace = trace_call(fn, copies, watch=matrices)  # positional: the learner may name them freely
     err = trace.error
     if err is None:
         return trace, None
@@ -665,12 +934,22 @@ def _run(fn: Callable, args: dict, when: str = "") -> tuple[Trace | None, str | 
         )
     text = str(err)
     hint = ""
+    kinds = trace.failed[1] if trace.failed else ()
     if "cannot be multiplied" in text or "Expected size for first two dimensions" in text:
         hint = (
             " Hint: the two sides of a product do not line up: write down the shape of each on "
-            "that line. The weights are stored as (out_features, in_features), like "
-            "nn.Linear's weight, so a projection is x @ w.T."
+            "that line."
         )
+        if "weight" in kinds:  # a weight matrix as given is a side of the product
+            hint += (
+                " The weight matrices are stored as (out_features, in_features), like "
+                "nn.Linear's weight, so a projection is x @ w.T."
+            )
+        elif "weight product" in kinds:  # W^Q·W^Kᵀ made from them
+            hint += (
+                " The weight matrices are stored as (out_features, in_features), like "
+                "nn.Linear's weight, so the x·W layout's W^Q is w_q.T."
+            )
     elif "must match the size" in text or "broadcast" in text:
         hint = " Hint: two tensors do not line up: write down the shape of each on that line."
         if args.get("mask") is not None:
@@ -678,14 +957,37 @@ def _run(fn: Callable, args: dict, when: str = "") -> tuple[Trace | None, str | 
                 " A mask of shape (B, T, T) needs a head dim (mask.unsqueeze(1)) to meet scores "
                 "of shape (B, h, T, T)."
             )
+    sizes_matter = isinstance(err, IndexError) or "is invalid for input of size" in text
+    if name and sizes_matter and not _globals_read(fn):  # else the note says it
+        hint += f" {check_sizes(name)}"
     return None, (
         f"✗ Your function raised {type(err).__name__}{when}: {err}"
         f"{_where_in_learner_code(err)}.{hint}"
     )
 
 
+def _container(result: object) -> str:
+    """'a tuple of 2 items' when the learner returned a tuple or list, else ''."""
+    if not isinstance(result, tuple | list):
+        return ""
+    n = len(result)
+    return f"a {type(result).__name__} of {n} item{'' if n == 1 else 's'}"
+
+
+def _returned_note(result: object, shape: tuple, right: bool) -> str:
+    """The message (the output is right) or the note (it is not) for a tuple or a list."""
+    what = _container(result)
+    if right:
+        return (
+            f"✗ Your function returns {what}; the check expects the output alone, a tensor of "
+            f"shape {shape}. Its first item is right: return that alone."
+        )
+    return f"Note: your function returns {what}; the check reads its first item as the output."
+
+
 def _unpack(result: object) -> tuple[torch.Tensor | None, dict]:
-    """The learner may return out, (out, weights), [out, weights] or (out, {stage: tensor})."""
+    """The learner may return out, (out, weights), [out, weights] or (out, {stage: tensor}); only
+    out alone can be right (the check says so), but the others are diagnosed all the same."""
     if isinstance(result, torch.Tensor):
         return result, {}
     if isinstance(result, tuple | list) and result and isinstance(result[0], torch.Tensor):
@@ -775,11 +1077,14 @@ def _fallback(out: torch.Tensor, expected: torch.Tensor) -> str:
         tokens = [int(t) for t in (per_token > ATOL).nonzero().flatten()]
         return (
             f"✗ Your output differs from the reference at token positions {tokens} (largest "
-            f"difference {float(diff.max()):.3g}), and no step of your code matches a known "
-            "mistake."
+            f"difference {float(diff.max()):.3g}). The check cannot tell which line of your code "
+            "departs first, and it matches no known mistake."
         )
     where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
-    return f"✗ Not equal to the reference: the largest difference is at index {where}."
+    return (
+        f"✗ Not equal to the reference: the largest difference is at index {where}. The check "
+        "cannot tell which line of your code departs first, and it matches no known mistake."
+    )
 
 
 # --- the checks the notebooks call ------------------------------------------------------------
@@ -838,6 +1143,8 @@ def diagnose(
     runs = {"without a mask": {**args, "mask": None}}
     if mask and not per_head:
         runs["with a mask"] = args
+    exercise = "loop" if per_head else "masked" if mask else "fused"
+    note = _note(fn, exercise)
     candidates = [
         name for name in (*_MULTI_HEAD, *(_MASKS if len(runs) > 1 else ()))
         if not (per_head and name.startswith("heads_split"))
@@ -850,9 +1157,10 @@ def diagnose(
             call_args = {name: a for name, a in run_args.items() if name != "mask"}
         else:
             call_args = run_args
-        trace, problem = _run(fn, call_args, f" when called {label}" if len(runs) > 1 else "")
+        when = f" when called {label}" if len(runs) > 1 else ""
+        trace, problem = _run(fn, call_args, when, exercise)
         if problem:
-            return _verdict(False, problem, echo)
+            return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
         out, extra = _unpack(trace.result)
         if out is None:
             got = type(trace.result).__name__
@@ -860,19 +1168,26 @@ def diagnose(
             message = (
                 f"✗ Your function returned {got}{missing}; it should return out (B, T, d_model)."
             )
-            return _verdict(False, message, echo)
+            return _verdict(False, message, echo, note=note)
         expected = reference_attention(**run_args)
         if out.shape != expected.shape:
             message = (
                 f"✗ Wrong shape {label}: expected (B, T, d_model) = {tuple(expected.shape)}, got "
                 f"{tuple(out.shape)}.{_shape_hint(tuple(out.shape), tuple(expected.shape))}"
             )
-            return _verdict(False, message, echo)
+            return _verdict(False, message, echo, note=note)
         results[label] = (trace, out, extra, expected)
+    returned = [t.result for t, _, _, _ in results.values()
+                if not isinstance(t.result, torch.Tensor)]  # fmt: skip
     if all(_same(out, expected) for _, out, _, expected in results.values()):
+        if returned:  # the right output, inside a tuple or a list
+            message = _returned_note(returned[0], tuple(expected.shape), right=True)
+            return _verdict(False, message, echo)
         which = "without and with a mask" if len(runs) > 1 else "on fixed inputs"
         message = f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}."
         return _verdict(True, message, echo)
+    if returned:
+        note = "\n  ".join(n for n in (_returned_note(returned[0], (), False), note) if n)
     findings = _safe_explain(
         [
             (_records(trace, out, extra), functools.partial(attention_stages, **runs[label]))
@@ -884,9 +1199,9 @@ def diagnose(
     trace, out, _, expected = results[label]
     problem = _numeric_problem(trace.records, out, expected)
     if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
-        return _verdict(False, problem, echo)  # NaN or half precision the names do not explain
+        return _verdict(False, problem, echo, note=note)  # NaN or float16 the names do not explain
     message = _message(findings) if findings else _fallback(out, expected)
-    return _verdict(False, message, echo, findings)
+    return _verdict(False, message, echo, findings, note)
 
 
 # The smaller exercises: name -> (arguments, the stages of its reference, the mistakes that apply)
@@ -895,7 +1210,10 @@ def _one_head_args() -> dict:
     x = torch.randn(B, T, D_MODEL, generator=g)
     return {
         "x": x,
-        **{n: torch.randn(4, D_MODEL, generator=g) / D_MODEL**0.5 for n in ("w_q", "w_k", "w_v")},
+        **{
+            n: torch.randn(ONE_HEAD_D_K, D_MODEL, generator=g) / D_MODEL**0.5
+            for n in ("w_q", "w_k", "w_v")
+        },  # fmt: skip
     }
 
 
@@ -926,7 +1244,7 @@ def _cross_args() -> dict:
     """x (B, T_q = 5, d_model) and a longer context (B, T_k = 7, d_model): a mix-up of the two
     changes the numbers or the shape."""
     args = {name: a for name, a in _inputs(seed=2).items() if name != "mask"}
-    context = torch.randn(B, T + 2, D_MODEL, generator=torch.Generator().manual_seed(3))
+    context = torch.randn(B, CROSS_T_K, D_MODEL, generator=torch.Generator().manual_seed(3))
     return {"x": args.pop("x"), "context": context, **args}
 
 
@@ -939,7 +1257,7 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
     "split_heads": (
         _split_args,
         split_stages,
-        ("heads_split_without_transpose", "heads_split_interleaved"),
+        ("heads_split_without_transpose", "heads_split_interleaved", *_wrong_head_counts()),
     ),
     "head_scores": (_head_scores_args, head_scores_stages, (*_SCALING, *CIRCUIT_MISTAKES)),
     "cross_attention": (
@@ -956,7 +1274,10 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
 
 # what each exercise returns, for a learner, and where to look when it differs in no known way
 EXERCISE_OUT: dict[str, tuple[str, str]] = {
-    "one_head": ("output (weights·v)", STAGE_HINTS["heads"]),
+    "one_head": (
+        "output (weights·v)",
+        "look at this line: what does it compute from the weights and v?",
+    ),
     "split_heads": ("heads (t cut into h blocks of d_k)", STAGE_HINTS["q_heads"]),
     "head_scores": ("scores x·W_QK·xᵀ/√d_k", STAGE_HINTS["scores"]),
 }
@@ -966,12 +1287,16 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     """Check a notebook exercise's function against its reference (see EXERCISES)."""
     make_args, stages_of, candidates = EXERCISES[name]
     args = make_args()
-    trace, problem = _run(fn, args)
+    note = _note(fn, name)
+    trace, problem = _run(fn, args, name=name)
     if problem:
-        return _verdict(False, problem, echo)
+        return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
     out, extra = _unpack(trace.result)
     expected = stages_of(**args)["out"]
     if out is not None and _same(out, expected):
+        if not isinstance(trace.result, torch.Tensor):  # right, inside a tuple or a list
+            message = _returned_note(trace.result, tuple(expected.shape), right=True)
+            return _verdict(False, message, echo)
         message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}."
         return _verdict(True, message, echo)
     if out is None and trace.result is None:
@@ -979,21 +1304,93 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
             "✗ Your function returned None: is its last line a `return`? It should return "
             f"{EXERCISE_OUT.get(name, ('the result',))[0]}, of shape {tuple(expected.shape)}."
         )
-        return _verdict(False, message, echo)
+        return _verdict(False, message, echo, note=note)
+    if out is not None and not isinstance(trace.result, torch.Tensor):
+        note = "\n  ".join(n for n in (_returned_note(trace.result, (), False), note) if n)
     findings = []
     if out is not None:
         stages_of_args = functools.partial(stages_of, **args)
         findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates)
         problem = _numeric_problem(trace.records, out, expected)
         if problem and out.shape == expected.shape and not _explains(findings, out, stages_of_args):
-            return _verdict(False, problem, echo)
+            return _verdict(False, problem, echo, note=note)
     explained = findings and all(f.mistake for f in findings)
     if out is None or (out.shape != expected.shape and not explained):
         got = tuple(out.shape) if out is not None else type(trace.result).__name__
         message = f"✗ Expected shape {tuple(expected.shape)}, got {got}."
-        if out is not None and sorted(out.shape) == sorted(expected.shape):
-            message += " The same sizes in another order: check which dims your transpose swaps."
-        return _verdict(False, message, echo)
+        if out is not None and _permuted(out, expected):
+            message += (
+                " The same numbers with the dims in another order: check which dims your "
+                "transpose swaps."
+            )
+        elif out is not None and sorted(out.shape) == sorted(expected.shape):
+            message += (
+                f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
+            )
+        return _verdict(False, message, echo, note=note)
     words, hints = EXERCISE_OUT.get(name), _EXERCISE_HINTS.get(name)
-    message = _message(findings, words, hints) if findings else _fallback(out, expected)
-    return _verdict(False, message, echo, findings)
+    message = (
+        _message(findings, words, hints, _EXERCISE_WORDS.get(name))
+        if findings
+        else _fallback(out, expected)
+    )
+    return _verdict(False, message, echo, findings, note)
+
+
+def _permuted(out: torch.Tensor, expected: torch.Tensor) -> bool:
+    """Whether `out` is `expected` with its dims in another order (a transpose too many)."""
+    if out.dim() != expected.dim() or out.dim() > 5:
+        return False
+    return any(
+        tuple(expected.shape[i] for i in order) == tuple(out.shape)
+        and _same(out, expected.permute(order))
+        for order in itertools.permutations(range(expected.dim()))
+    )
+
+
+# The sizes each exercise's check calls the learner's function with, keyed by exercise: 01
+# one_head, 02 loop (diagnose(per_head=True)), 03 split_heads, 05 fused (diagnose(mask=False)),
+# 06 masked (diagnose()), 09 cross_attention, 12 head_scores. Notebooks can state them.
+_D_K = D_MODEL // HEADS
+CHECK_SIZES: dict[str, dict[str, int]] = {
+    "one_head": {"B": B, "T": T, "d_model": D_MODEL, "d_k": ONE_HEAD_D_K},
+    "loop": {"B": B, "T": T, "d_model": D_MODEL, "num_heads": HEADS, "d_k": _D_K},
+    "split_heads": {"B": B, "T": T, "d_model": D_MODEL, "num_heads": HEADS, "d_k": _D_K},
+    "fused": {"B": B, "T": T, "d_model": D_MODEL, "num_heads": HEADS, "d_k": _D_K},
+    "masked": {"B": B, "T": T, "d_model": D_MODEL, "num_heads": HEADS, "d_k": _D_K},
+    "cross_attention": {
+        "B": B,
+        "T_q": T,
+        "T_k": CROSS_T_K,
+        "d_model": D_MODEL,
+        "num_heads": HEADS,
+        "d_k": _D_K,
+    },  # fmt: skip
+    "head_scores": {"B": B, "T": T, "d_model": D_MODEL, "d_k": ONE_HEAD_D_K},
+}
+
+
+def check_sizes(name: str) -> str:
+    """The sentence that says which sizes an exercise's check uses, e.g. 'The check calls your
+    function with B = 2, T = 5, d_model = 12 and num_heads = 3 (so d_k = 4).'"""
+    return f"The check calls your function with {_sizes_text(name)}."
+
+
+def _sizes_text(name: str) -> str:
+    sizes = dict(CHECK_SIZES[name])
+    d_k = sizes.pop("d_k")
+    heads = sizes.pop("num_heads", None)
+    parts = [f"{key} = {value}" for key, value in sizes.items()]
+    if heads is None:
+        parts.append(f"d_k = {d_k}")
+        tail = ""
+    elif name == "loop":
+        parts.append(f"lists of {heads} heads' matrices")
+        tail = f" (so d_k = {d_k})"
+    else:
+        parts.append(f"num_heads = {heads}")
+        tail = f" (so d_k = {d_k})"
+    text = f"{', '.join(parts[:-1])} and {parts[-1]}{tail}"
+    if name == "masked":
+        text += ", without and with a padding mask (B, T, T)"
+    return text

@@ -66,8 +66,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "look at your last line: one of the four matrices is not used.",
     ),
     "weights_transposed": (
-        "the weight matrices are used the wrong way round (x @ w instead of x @ w.T)",
-        "look at how you apply w_q, w_k, w_v and w_o: they are stored as (out_features, "
+        "w_q, w_k and w_v are used the wrong way round (x @ w instead of x @ w.T)",
+        "look at how you apply w_q, w_k and w_v: they are stored as (out_features, "
         "in_features), like nn.Linear's weight.",
     ),
     "heads_split_without_transpose": (
@@ -138,11 +138,11 @@ CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 12's exercise: scores
 
 SLIPS: dict[str, tuple[str, str]] = {
     "keys_from_w_q": (
-        "the keys are made with w_q, so every k equals its q",
+        "the keys are made with w_q, not w_k",
         "look at the line that makes k: which of the weights does it multiply?",
     ),
     "values_from_w_k": (
-        "the values are made with w_k, so v equals k",
+        "the values are made with w_k, not w_v",
         "look at the line that makes v: which of the weights does it multiply?",
     ),
     "scaled_after_softmax": (
@@ -170,8 +170,7 @@ SLIPS: dict[str, tuple[str, str]] = {
         "look at the order of the product on this line: the rows of the scores are the queries.",
     ),
     "w_o_transposed": (
-        "W^O is used the wrong way round (merged @ w_o instead of merged @ w_o.T), while w_q, "
-        "w_k and w_v are right",
+        "W^O is used the wrong way round (merged @ w_o instead of merged @ w_o.T)",
         "w_o is stored as (out_features, in_features) like the other three: look at how you "
         "apply it.",
     ),
@@ -223,12 +222,14 @@ HOME: dict[str, str] = {
 WRONG_NUM_HEADS = "num_heads_"
 
 
-def describe(name: str) -> tuple[str, str]:
-    """(what it looks like, hint) for a catalogued mistake or a slip."""
+def describe(name: str, cut: str = "q, k and v") -> tuple[str, str]:
+    """(what it looks like, hint) for a catalogued mistake or a slip; `cut` says what a wrong
+    number of heads cuts ("q, k and v", or "t is" in 03's exercise)."""
     if name.startswith(WRONG_NUM_HEADS):
         count = name.removeprefix(WRONG_NUM_HEADS)
+        are = "" if cut.endswith((" is", " are")) else " are"
         return (
-            f"q, k and v are cut into {count} heads, not into the num_heads the function is given",
+            f"{cut}{are} cut into {count} heads, not into the num_heads the function is given",
             "look at the number of heads on this line: use the num_heads argument, not a number "
             "or an h left over from another cell.",
         )
@@ -347,7 +348,7 @@ def attention_stages(
     d_k = w_q.shape[0] // num_heads
 
     def project(t: torch.Tensor, w: torch.Tensor, is_w_o: bool = False) -> torch.Tensor:
-        backwards = "weights_transposed" in m or (is_w_o and "w_o_transposed" in m)
+        backwards = "w_o_transposed" in m if is_w_o else "weights_transposed" in m
         return t @ w if backwards else t @ w.T
 
     w_k_used = w_q if "keys_from_w_q" in m else w_k
@@ -438,5 +439,8 @@ def split_stages(
 ) -> dict[str, torch.Tensor]:
     """03's exercise: (B, T, d_model) cut into (B, h, T, d_k), the only stage."""
     s = _Stages(given)
+    for name in mistakes:  # "num_heads_4": cut into 4 heads, whatever num_heads says
+        if name.startswith(WRONG_NUM_HEADS):
+            num_heads = int(name.removeprefix(WRONG_NUM_HEADS))
     s.put("out", lambda: _split(t, num_heads, mistakes))
     return dict(s)

@@ -64,7 +64,7 @@ def learner(mistake=None):
             out = out.transpose(1, 2).reshape(B, T, d_model)
         if mistake == "w_o_missing":
             return out
-        return out @ (w_o if mistake == "weights_transposed" else w_o.T)
+        return out @ w_o.T
 
     return my_attention
 
@@ -74,12 +74,47 @@ def with_stages(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return out, {}
 
 
-@pytest.mark.parametrize("fn", [learner(), with_stages])
-def test_correct_implementations_are_accepted_with_or_without_stages(fn, capsys):
-    result = diagnose(fn)
+def test_a_correct_implementation_is_accepted(capsys):
+    result = diagnose(learner())
     assert result.ok and result.mistake is None
     assert capsys.readouterr().out.startswith(
         "✓ Your attention matches the reference within atol 1e-04"
+    )
+
+
+def test_the_right_output_inside_a_tuple_or_a_list_is_no_tick():
+    """Issue 22: (out, weights) and [out] got "✓ Correct"; the exercises return out alone."""
+
+    def as_tuple(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+        weights = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(dim=-1)
+        return weights @ v, weights
+
+    def as_list(x, w_q, w_k, w_v):
+        return [as_tuple(x, w_q, w_k, w_v)[0]]
+
+    for fn, what in ((as_tuple, "a tuple of 2 items"), (as_list, "a list of 1 item")):
+        result = check_exercise(fn, "one_head", echo=False)
+        assert not result.ok and "✓" not in result.message
+        assert result.message == (
+            f"✗ Your function returns {what}; the check expects the output alone, a tensor of "
+            "shape (2, 5, 4). Its first item is right: return that alone."
+        )
+    for fn in (with_stages, lambda *a: [learner_code.view_transpose(*a)]):
+        result = diagnose(fn, echo=False)
+        assert not result.ok and "✓" not in result.message
+        assert "Its first item is right: return that alone." in result.message
+
+    def tuple_and_unscaled(x, w_q, w_k, w_v):
+        q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+        weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        return weights @ v, weights
+
+    wrong = check_exercise(tuple_and_unscaled, "one_head", echo=False)
+    assert wrong.mistakes == ("no_scaling",)
+    assert wrong.message.endswith(
+        "Note: your function returns a tuple of 2 items; the check reads its first item as the "
+        "output."
     )
 
 
@@ -158,8 +193,8 @@ def test_what_a_learner_reads_for_two_slips_outside_the_catalogue():
     fn = learner_code.keys_from_w_q
     (line,) = marked_lines(fn)
     assert diagnose(fn, echo=False).message == (
-        "✗ This looks like a known mistake (keys_from_w_q): the keys are made with w_q, so every "
-        "k equals its q.\n"
+        "✗ This looks like a known mistake (keys_from_w_q): the keys are made with w_q, not "
+        "w_k.\n"
         f"  Where: line {line}: "
         "`k = (x @ w_q.T).view(B, T, num_heads, d_k).transpose(1, 2)  # <-`\n"
         "  Hint: look at the line that makes k: which of the weights does it multiply?"
@@ -427,8 +462,8 @@ def test_exercises():
     assert "which of h and d_k comes first in your view?" in interleaved.message
     swapped = check_exercise(split_swapped, "split_heads", echo=False).message
     assert swapped == (
-        "✗ Expected shape (2, 3, 5, 4), got (2, 4, 3, 5). The same sizes in another order: check "
-        "which dims your transpose swaps."
+        "✗ Expected shape (2, 3, 5, 4), got (2, 4, 3, 5). The same numbers with the dims in "
+        "another order: check which dims your transpose swaps."
     )
     shifted = check_exercise(split_shifted, "split_heads", echo=False)
     assert not shifted.ok and "largest difference 11, at index (0, 0, 0, 0)" in shifted.message
@@ -613,11 +648,11 @@ def test_the_head_scores_exercise_says_a_product_does_not_line_up():
 
 
 def test_nothing_the_learners_code_does_raises(capsys):
-    def correct_as_list(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    def correct_and_printing(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
         print("debugging", x.shape)  # a print stays a print
-        return [learner_code.view_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask), None]
+        return learner_code.view_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask)
 
-    assert diagnose(correct_as_list, echo=False).ok
+    assert diagnose(correct_and_printing, echo=False).ok
     assert "debugging torch.Size([2, 5, 12])" in capsys.readouterr().out
 
     def in_double_precision(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
@@ -718,3 +753,215 @@ def test_the_readme_example_is_what_diagnose_prints(tmp_path, monkeypatch, capsy
     assert result.mistakes == ("no_scaling", "w_o_missing")
     counts = f"from {len(MISTAKES)} catalogued ones and {len(SLIPS)} further slips"
     assert counts in " ".join(readme.split())
+
+
+# --- issue 22: the checker never says a false thing (cold student attempts) -------------------
+
+
+def lines_in(message: str) -> list[int]:
+    """The line numbers of every `Where: line N` in a message, in order."""
+    return [int(part.split(":")[0]) for part in message.split("Where: line ")[1:]]
+
+
+def test_05_q_k_v_without_T_and_w_o_right_get_only_that_finding():
+    fn = learner_code.fused_05_projections_without_T
+    result = diagnose(fn, echo=False, mask=False)
+    assert result.mistakes == ("weights_transposed",), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert "w_q, w_k and w_v are used the wrong way round" in result.message
+    for false in ("differ", "w_o_missing", "W^O is never applied", "side by side", "w_o:"):
+        assert false not in result.message, result.message
+
+
+def test_all_four_matrices_transposed_is_two_findings_each_on_its_line():
+    fn = learner_code.all_four_transposed
+    result = diagnose(fn, echo=False, mask=False)
+    assert result.mistakes == ("weights_transposed", "w_o_transposed"), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (learner_code.head_scores_12_divided_by_d_k_squared, "yours are the reference's × 0.125"),
+        (learner_code.head_scores_12_divided_by_3, "yours are the reference's × 0.667"),
+        (learner_code.head_scores_12_w_q_twice, "Your W_QK differs from the reference's"),
+    ],
+    ids=["d_k**2", "3", "w_q.T @ w_q"],
+)
+def test_12_an_unknown_slip_points_at_its_line_not_at_a_q_it_never_makes(fn, says):
+    result = check_exercise(fn, "head_scores", echo=False)
+    assert result.mistakes == (None,), result.message
+    assert says in result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    for false in ("queries", "q = x·W^Q", "x @ w.T", "no_scaling", "scaled_by"):
+        assert false not in result.message, result.message
+
+
+def test_02_head_0s_matrices_for_every_head_are_blamed_where_the_slices_are_taken():
+    fn = learner_code.loop_02_head_0_for_every_head
+    result = diagnose(fn, echo=False, per_head=True)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert "head 1's is never made: in its place your code makes head 0's again" in result.message
+    assert "side by side" not in result.message and "torch.cat" not in result.message
+
+
+def test_09_w_k_and_w_v_swapped_are_blamed_on_the_k_and_v_lines():
+    fn = learner_code.cross_09_w_k_and_w_v_swapped
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert lines_in(result.message) == marked_lines(fn), result.message
+    assert result.mistakes == (None, "values_from_w_k")
+    assert (
+        "your keys k = context·W^K differ from the reference's (yours equal the reference's "
+        "values v = context·W^V)" in result.message
+    )
+    for false in ("scores", "keys_as_values", "multiply the keys", "x·W^K"):
+        assert false not in result.message, result.message
+
+
+def test_03_a_notebook_h_is_named_with_the_sizes_the_check_uses():
+    fn = learner_code.split_03_notebook_h
+    result = check_exercise(fn, "split_heads", echo=False)
+    assert result.mistakes == ("num_heads_4",), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert "t is cut into 4 heads, not into the num_heads the function is given" in result.message
+    assert result.message.endswith(
+        "Note: your function reads h (= 4) from outside it, not from its arguments; the check "
+        "calls it with B = 2, T = 5, d_model = 12 and num_heads = 3 (so d_k = 4): take every "
+        "size from the arguments."
+    )
+    assert "transpose" not in result.message and "q, k and v" not in result.message
+
+
+def test_a_shape_in_another_order_names_a_transpose_only_when_the_numbers_are_the_same():
+    def hard_coded_4(t, num_heads):
+        B, T, d_model = t.shape
+        return t.view(B, T, 4, 3).transpose(1, 2)  # 4 heads, written as a number
+
+    message = check_exercise(hard_coded_4, "split_heads", echo=False).message
+    assert "transpose swaps" not in message and "num_heads_4" in message
+
+    def shifted_and_4(t, num_heads):
+        B, T, d_model = t.shape
+        return t.roll(1, dims=-1).view(B, T, 4, 3).transpose(1, 2)
+
+    assert check_exercise(shifted_and_4, "split_heads", echo=False).message == (
+        "✗ Expected shape (2, 3, 5, 4), got (2, 4, 5, 3). The same sizes in another order, but "
+        "not the same numbers. The check calls your function with B = 2, T = 5, d_model = 12 and "
+        "num_heads = 3 (so d_k = 4)."
+    )
+
+
+def test_02_and_05_a_notebook_h_gets_the_sizes_not_a_bare_error():
+    loop = diagnose(learner_code.loop_02_notebook_h, echo=False, per_head=True).message
+    assert loop.startswith("✗ Your function raised IndexError: list index out of range (line ")
+    assert loop.endswith(
+        "Note: your function reads h (= 4) from outside it, not from its arguments; the check "
+        "calls it with B = 2, T = 5, d_model = 12 and lists of 3 heads' matrices (so d_k = 4): "
+        "take every size from the arguments."
+    )
+    fused = diagnose(learner_code.fused_05_notebook_h, echo=False, mask=False)
+    assert fused.mistakes == ("num_heads_4",)
+    assert "the check calls it with B = 2, T = 5, d_model = 12 and num_heads = 3" in fused.message
+
+    def range_4(x, w_q, w_k, w_v, w_o):  # the same, with the number written in
+        return torch.cat([x @ w_q[i].T for i in range(4)], dim=-1) @ w_o.T
+
+    message = diagnose(range_4, echo=False, per_head=True).message
+    assert message.endswith(
+        "The check calls your function with B = 2, T = 5, d_model = 12 and lists of 3 heads' "
+        "matrices (so d_k = 4)."
+    )
+
+
+def test_01_sigmoid_is_one_finding_that_does_not_contradict_itself():
+    fn = learner_code.one_head_01_sigmoid
+    result = check_exercise(fn, "one_head", echo=False)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert result.message.startswith("✗ Your weights differ from the reference's")
+    for false in ("no_softmax", "raw scores", "the softmax of the scores", "softmax on this line"):
+        assert false not in result.message, result.message
+
+
+def test_01_w_at_v_plus_v_is_the_output_not_heads_put_side_by_side():
+    fn = learner_code.one_head_01_plus_v
+    result = check_exercise(fn, "one_head", echo=False)
+    assert lines_in(result.message) == marked_lines(fn), result.message
+    assert result.message.startswith("✗ Your output (weights·v) differs from the reference's")
+    for false in ("side by side", "heads"):
+        assert false not in result.message, result.message
+
+
+def test_the_layout_hint_only_when_a_weight_matrix_as_given_is_a_side_of_the_product():
+    cat = diagnose(learner_code.loop_02_cat_on_dim_0, echo=False, per_head=True).message
+    cross = check_exercise(learner_code.cross_09_values_from_x, "cross_attention", echo=False)
+    for message, fn in ((cat, learner_code.loop_02_cat_on_dim_0),
+                        (cross.message, learner_code.cross_09_values_from_x)):  # fmt: skip
+        assert "Hint: the two sides of a product do not line up" in message
+        assert f"(line {marked_lines(fn)[0]}: `" in message
+        assert "out_features" not in message and "x @ w.T" not in message, message
+
+    def raw(x, w_q, w_k, w_v, w_o):
+        return x @ w_q[0]  # (d_k, d_model) used as (d_model, d_k)
+
+    message = diagnose(raw, echo=False, per_head=True).message
+    assert message.endswith(
+        "The weight matrices are stored as (out_features, in_features), like nn.Linear's "
+        "weight, so a projection is x @ w.T."
+    )
+    product = check_exercise(
+        learner_code.head_scores_12_layout_read_as_x_w, "head_scores", echo=False
+    ).message
+    assert product.endswith("so the x·W layout's W^Q is w_q.T.")
+    for text in (cat, cross.message, message, product):
+        assert "The weights are" not in text and "the weights are" not in text
+
+
+def test_a_warning_in_the_learners_code_is_shown_at_the_learners_line():
+    fn = learner_code.one_head_01_softmax_without_dim
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmax") as caught:
+        result = check_exercise(fn, "one_head", echo=False)
+    (warning,) = [w for w in caught if "Implicit dimension" in str(w.message)]
+    assert (warning.filename, warning.lineno) == (learner_code.__file__, marked_lines(fn)[0])
+    assert "helpers" not in warning.filename and "torch" not in warning.filename
+    assert result.mistakes == ("softmax_over_batch",)  # F.softmax picks dim 0 for 3 dims
+
+
+def test_each_exercise_states_the_sizes_its_check_uses():
+    from helpers.diagnose import CHECK_SIZES, EXERCISES, _inputs, check_sizes
+
+    assert set(CHECK_SIZES) == {*EXERCISES, "loop", "fused", "masked"}
+    args = {name: make_args() for name, (make_args, _, _) in EXERCISES.items()}
+    x = _inputs()["x"]
+    for name in ("loop", "fused", "masked"):
+        B, T, d_model = x.shape
+        heads = _inputs()["num_heads"]
+        assert CHECK_SIZES[name] == {"B": B, "T": T, "d_model": d_model, "num_heads": heads,
+                                     "d_k": d_model // heads}  # fmt: skip
+    for name in ("one_head", "head_scores"):
+        B, T, d_model = args[name]["x"].shape
+        d_k = args[name]["w_q"].shape[0]
+        assert CHECK_SIZES[name] == {"B": B, "T": T, "d_model": d_model, "d_k": d_k}
+    B, T, d_model = args["split_heads"]["t"].shape
+    heads = args["split_heads"]["num_heads"]
+    assert CHECK_SIZES["split_heads"] == {"B": B, "T": T, "d_model": d_model,
+                                          "num_heads": heads, "d_k": d_model // heads}  # fmt: skip
+    cross = args["cross_attention"]
+    assert CHECK_SIZES["cross_attention"] == {
+        "B": cross["x"].shape[0], "T_q": cross["x"].shape[1], "T_k": cross["context"].shape[1],
+        "d_model": cross["x"].shape[2], "num_heads": cross["num_heads"],
+        "d_k": cross["x"].shape[2] // cross["num_heads"],
+    }  # fmt: skip
+    assert check_sizes("one_head") == (
+        "The check calls your function with B = 2, T = 5, d_model = 12 and d_k = 4."
+    )
+    assert check_sizes("masked") == (
+        "The check calls your function with B = 2, T = 5, d_model = 12 and num_heads = 3 "
+        "(so d_k = 4), without and with a padding mask (B, T, T)."
+    )
+    assert check_sizes("cross_attention") == (
+        "The check calls your function with B = 2, T_q = 5, T_k = 7, d_model = 12 and "
+        "num_heads = 3 (so d_k = 4)."
+    )
