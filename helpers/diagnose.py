@@ -353,6 +353,7 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
 
 
 _BOUNDARY = ("softmax", "masked_fill", "where")
+_PRODUCT_OPS = ("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "einsum", "linear")
 _CUTS = ("view", "reshape", "unflatten", "split", "chunk", "tensor_split", "unbind")
 
 
@@ -524,6 +525,8 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
         alias = _equals_other_stage(record, target, first) if record else ""
         detail = f"{detail}; {alias}" if detail and alias else detail or alias
         hint = _right_until(first) if stage == "out" else ""
+        if stage in ("q", "k", "v") and record is not None and _transposed_input(record, first):
+            hint = "look at the line that makes it: which input and which weight does it use?"
         findings.append(Finding(None, stage, record, detail, _position(record, runs), hint))
         if any(r is None or r.tensor.shape != run.stages[target].shape for run, r in followed):
             break  # the learner's tensor is laid out another way: stop here
@@ -649,6 +652,17 @@ def _missing_head(run: _Run):
         )
         return stage, None, record, detail, hint
     return None
+
+
+def _transposed_input(record: Record, run: _Run) -> bool:
+    """Whether the product that made `record` (or a view of it) took a transposed tensor (w.T):
+    then the layout hint (x @ w.T) is no news to the learner."""
+    made = [r for r in run.records if r.family == record.family and r.op in _PRODUCT_OPS]
+    return any(
+        run.records[p].op in ("__get__", "t", "transpose", "permute", "swapaxes", "movedim")
+        for r in made[:1]
+        for p in r.parents
+    )
 
 
 def _right_until(run: _Run) -> str:

@@ -12,6 +12,7 @@ import learner_code
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from helpers.attention import FusedMultiHeadAttention
 from helpers.diagnose import (
@@ -965,3 +966,18 @@ def test_each_exercise_states_the_sizes_its_check_uses():
         "The check calls your function with B = 2, T_q = 5, T_k = 7, d_model = 12 and "
         "num_heads = 3 (so d_k = 4)."
     )
+
+
+def test_values_made_with_w_q_say_what_they_equal_without_the_layout_hint():
+    def v_from_w_q(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        B, T, d_model = x.shape
+        q, k = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k))
+        v = (x @ w_q.T).view(B, T, num_heads, -1).transpose(1, 2)  # w_q, not w_v
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask.unsqueeze(1) if mask is not None else None
+        )
+        return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+    message = diagnose(v_from_w_q, echo=False).message
+    assert "yours equal the reference's queries q = x·W^Q" in message
+    assert "`v = (x @ w_q.T)" in message and "x @ w.T" not in message
