@@ -3,10 +3,18 @@
 - `helpers.attention`: the attention math (one head, per-head, fused).
 - `helpers.layouts`: exact weight conversions between those layouts and PyTorch's.
 - `helpers.checks`: the ✓ checks the notebooks print.
+- `helpers.course`: the course's commands (`python -m helpers.course lab`), standard library only.
 
-These three are torch only and imported here; plotting and widgets live in their own modules.
+`import helpers` imports nothing else, so `python -m helpers.course` runs with the system's Python
+before the course's packages are installed; `helpers.attention` and the others load on first use.
 """
 
-from helpers import attention, checks, layouts
+import importlib
 
 __all__ = ["attention", "checks", "layouts"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return importlib.import_module(f"helpers.{name}")
+    raise AttributeError(f"module 'helpers' has no attribute {name!r}")

@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,6 +55,8 @@ def test_environment_yml_installs_requirements_txt_on_python_311():
     assert "python=3.11" in deps and "pip" in deps
     pip_section = next(d["pip"] for d in deps if isinstance(d, dict))
     assert "-r requirements.txt" in pip_section and "-c constraints.txt" in pip_section
+    # torch first, from the file that names PyTorch's CPU index (Binder is Linux)
+    assert pip_section.index("-r requirements-torch.txt") < pip_section.index("-r requirements.txt")
     # Nothing else pins a package here, so environment.yml cannot drift from requirements.txt.
     assert all(line.startswith("-") for line in pip_section), pip_section
     assert [d for d in deps if isinstance(d, str)] == ["python=3.11", "pip"]
@@ -93,34 +94,41 @@ def test_nbval_run_fails_when_no_notebook_is_collected(tmp_path):
     assert "no tests ran" in make.stdout
 
 
-@pytest.mark.parametrize("target", ["lab", "test", "notebooks"])
-def test_make_targets_use_the_project_venv(target):
-    dry = subprocess.run(
-        ["make", "--dry-run", "--always-make", target], capture_output=True, text=True, cwd=ROOT
-    )
-    assert dry.returncode == 0, dry.stderr
-    assert "-c constraints.txt" in dry.stdout  # every install goes through the torch pin
-    assert "--no-deps -r requirements-nodeps.txt" in dry.stdout
-    lines = [line for line in dry.stdout.splitlines() if not line.startswith("echo ")]
-    commands = [line for line in lines if "jupyter" in line or "pytest" in line]
-    assert commands and all(line.lstrip().startswith(".venv/bin/") for line in commands)
+def test_every_install_step_uses_the_project_venv_and_the_torch_pin():
+    from helpers.course import install_steps, venv_python
+
+    python = str(venv_python())
+    for what, command in install_steps(test_tools=True):
+        assert command[:4] == [python, "-m", "pip", "install"], what
+        assert "--retries" in command, what  # fail fast where an index cannot be reached
+        if "--no-deps" not in command:
+            assert "-c constraints.txt" in " ".join(command), what
 
 
-def test_make_lab_installs_the_course_only_and_make_test_adds_the_tools():
-    def dry(target):
-        run = subprocess.run(
-            ["make", "--dry-run", "--always-make", target], capture_output=True, text=True, cwd=ROOT
+def test_lab_installs_the_course_only_and_test_adds_the_tools():
+    from helpers.course import install_steps, lab_command, test_commands
+
+    lab = " ".join(" ".join(command) for _, command in install_steps())
+    test = " ".join(" ".join(command) for _, command in install_steps(test_tools=True))
+    assert lab.index("requirements-torch.txt") < lab.index("-r requirements.txt")  # torch first
+    assert "requirements-test.txt" not in lab and "-r requirements-test.txt" in test
+    assert "--no-deps -r requirements-nodeps.txt" in lab
+    assert "--MappingKernelManager.cull_idle_timeout=1200" in lab_command(ROOT, 8888, 1200)
+    commands = test_commands()
+    assert [c[2:4] for c in commands] == [
+        ["ruff", "check"], ["ruff", "format"], ["pytest", "tests"], ["pytest", "--nbval"]
+    ]  # fmt: skip
+
+
+def test_make_targets_call_the_entry_point():
+    for target, expected in [("lab", "-m helpers.course lab"), ("test", "-m helpers.course test"),
+                             ("nbval", "helpers.course test --only nbval"),
+                             ("student", "-m helpers.course student")]:  # fmt: skip
+        dry = subprocess.run(
+            ["make", "--dry-run", target], capture_output=True, text=True, cwd=ROOT
         )
-        assert run.returncode == 0, run.stderr
-        return run.stdout
-
-    lab, test = dry("lab"), dry("test")
-    assert "-r requirements.txt" in lab and "requirements-test.txt" not in lab
-    assert "-r requirements-test.txt" in test
-    # a line per step, with how long it takes, so a first install does not look hung
-    steps = [line for line in lab.splitlines() if line.startswith('echo "[')]
-    assert len(steps) >= 4 and any("minute" in line for line in steps), steps
-    assert "--MappingKernelManager.cull_idle_timeout=" in lab
+        assert dry.returncode == 0, dry.stderr
+        assert expected in dry.stdout, (target, dry.stdout)
 
 
 def test_ci_installs_chromium_so_the_browser_tests_run_there():
