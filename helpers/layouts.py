@@ -30,6 +30,12 @@ __all__ = [
     "w_o_blocks",
     "head_circuits",
     "head_ranks",
+    "head_singular_values",
+    "fold_w_o",
+    "check_rows_are_tokens",
+    "check_reach_all",
+    "check_reach_own",
+    "check_head_ranks",
 ]
 
 _PROJECTIONS = ("w_q", "w_k", "w_v")
@@ -320,6 +326,30 @@ def head_circuits(
 
 
 @torch.no_grad()
+def head_singular_values(
+    module: FusedMultiHeadAttention | PerHeadMultiHeadAttention,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The d_k largest singular values of each head's W_QK and W_OV (see head_circuits), largest
+    first, in float64: two (h, d_k) tensors. The other d_model − d_k are 0.
+
+    Computed from each product's two (d_model, d_k) factors: with A = Q_a R_a and B = Q_b R_b
+    (QR), A·Bᵀ = Q_a (R_a R_bᵀ) Q_bᵀ has the singular values of the d_k x d_k core R_a R_bᵀ."""
+    fused = _fused_plain(module)
+    h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
+    w_q, w_k, w_v = (
+        getattr(fused, n).weight.double().view(h, d_k, d_model).transpose(1, 2)
+        for n in _PROJECTIONS
+    )  # W_i^Q, W_i^K, W_i^V in the x·W layout: (h, d_model, d_k) each
+    w_o = fused.w_o.weight.double().T.reshape(h, d_k, d_model)  # W^O_i: (h, d_k, d_model)
+
+    def singular(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:  # of a·bᵀ, (h, d, d_k) each
+        core = torch.linalg.qr(a).R @ torch.linalg.qr(b).R.transpose(1, 2)  # (h, d_k, d_k)
+        return torch.linalg.svdvals(core)  # (h, d_k), largest first
+
+    return singular(w_q, w_k), singular(w_v, w_o.transpose(1, 2))
+
+
+@torch.no_grad()
 def head_ranks(
     module: FusedMultiHeadAttention | PerHeadMultiHeadAttention,
 ) -> tuple[list[int], list[int]]:
@@ -331,18 +361,115 @@ def head_ranks(
     d_model x d_model product is not: one head as wide as a 128-wide model has singular values
     down to ~2e-6 of the largest, under float32's tolerance, and comes out one short.
     """
-    fused = _fused_plain(module)
-    h, d_k, d_model = fused.num_heads, fused.d_k, fused.d_model
-    w_q, w_k, w_v = (
-        getattr(fused, n).weight.double().view(h, d_k, d_model).transpose(1, 2)
-        for n in _PROJECTIONS
-    )  # W_i^Q, W_i^K, W_i^V in the x·W layout: (h, d_model, d_k) each
-    w_o = fused.w_o.weight.double().T.reshape(h, d_k, d_model)  # W^O_i: (h, d_k, d_model)
+    d_model = _fused_plain(module).d_model
 
-    def ranks(a: torch.Tensor, b: torch.Tensor) -> list[int]:  # rank of a·bᵀ, (h, d, d_k) each
-        core = torch.linalg.qr(a).R @ torch.linalg.qr(b).R.transpose(1, 2)  # (h, d_k, d_k)
-        singular = torch.linalg.svdvals(core)  # (h, d_k), largest first
+    def ranks(singular: torch.Tensor) -> list[int]:  # (h, d_k), largest first
         tol = singular[:, :1] * d_model * torch.finfo(torch.float64).eps  # matrix_rank's default
         return (singular > tol).sum(-1).tolist()
 
-    return ranks(w_q, w_k), ranks(w_v, w_o.transpose(1, 2))
+    singular_qk, singular_ov = head_singular_values(module)
+    return ranks(singular_qk), ranks(singular_ov)
+
+
+@torch.no_grad()
+def fold_w_o(
+    module: FusedMultiHeadAttention | PerHeadMultiHeadAttention,
+) -> FusedMultiHeadAttention:
+    """A one-head module with W^O folded into W^V: its w_v is W^V·W^O (in nn.Linear's layout
+    w_o.weight @ w_v.weight, biases carried through) and its w_o the identity. It computes the
+    same output and map: with one head, W^O adds nothing that W^V cannot hold.
+
+    Only for h = 1. With h heads, head i's W^V_i·W^O_i is a d_model x d_model matrix of its own,
+    so folding would give each head a d_model-wide value instead of d_k."""
+    fused = _fused_plain(module)
+    if fused.num_heads != 1:
+        raise ValueError(
+            f"fold_w_o folds W^O into the W^V of one head; this module has {fused.num_heads} "
+            f"heads, each with its own W^V_i·W^O_i, and folding those would make each head's "
+            "value d_model wide instead of d_k. It takes a module with num_heads=1."
+        )
+    bias = _has_bias(fused)
+    folded = _empty_like(fused, FusedMultiHeadAttention, fused.d_model, 1, bias=bias,
+                         dropout=fused.dropout)  # fmt: skip
+    folded.load_state_dict(fused.state_dict())
+    w_o = fused.w_o.weight  # (d_model, d_model), nn.Linear's (out, in)
+    folded.w_v.weight.copy_(w_o @ fused.w_v.weight)  # x·W^V·W^O = x @ (w_o @ w_v).T
+    folded.w_o.weight.copy_(torch.eye(fused.d_model, dtype=w_o.dtype, device=w_o.device))
+    if bias:
+        folded.w_v.bias.copy_(w_o @ fused.w_v.bias)  # (x W^V + b_v) W^O = x W^V W^O + b_v W^O
+    return folded
+
+
+def _fail(claim: str, why: str) -> AssertionError:
+    return AssertionError(f"✗ {claim}: {why}")
+
+
+def check_rows_are_tokens(cut: torch.Tensor, name: str) -> None:
+    """`cut` (h, T, d_k) holds in each cell the number of the token it came from: every head's row
+    t must hold token t only (what splitting q into heads must keep)."""
+    h, T, _ = cut.shape
+    own = torch.arange(T, dtype=cut.dtype)[:, None]  # (T, 1): the token row t should hold
+    wrong = (cut != own).any(-1)  # (h, T): rows holding another token's features
+    claim = f"{name}: every head's row t holds token t"
+    if wrong.any():
+        i, t = wrong.nonzero()[0].tolist()
+        held = cut[i, t].unique().int().tolist()
+        raise _fail(claim, f"{int(wrong.sum())} of {h * T} head rows hold another token "
+                    f"(first: head {i}, row {t} holds tokens {held})")  # fmt: skip
+    print(f"✓ {name}: all {h * T} head rows hold their own token")
+
+
+def _reach(moved: torch.Tensor, tol: float) -> list[list[int]]:
+    return [torch.nonzero(row > tol).flatten().tolist() for row in moved]
+
+
+def check_reach_all(moved: torch.Tensor, tol: float = 1e-6) -> None:
+    """`moved` (h, d_model): how much each output feature moves when head i is silenced. Every
+    head moves every feature: true of any W^O with no zero entries, a generic fact."""
+    h, d_model = moved.shape
+    short = {i: len(f) for i, f in enumerate(_reach(moved, tol)) if len(f) < d_model}
+    claim = f"with W^O, each head moves all {d_model} output features"
+    if short:
+        raise _fail(claim, ", ".join(f"head {i} moves {n}" for i, n in short.items()))
+    print(f"✓ {claim} (so would any W^O with no zero entries)")
+
+
+def check_reach_own(moved: torch.Tensor, d_k: int, tol: float = 1e-6) -> None:
+    """`moved` (h, d_model) as in check_reach_all, for out = concat (no W^O): head i moves exactly
+    its own features i·d_k … (i+1)·d_k and no others."""
+    claim = f"without W^O, head i moves exactly its own {d_k} features i·d_k … (i+1)·d_k − 1"
+    for i, features in enumerate(_reach(moved, tol)):
+        if features != list(range(i * d_k, (i + 1) * d_k)):
+            shown = f"{features[0]} … {features[-1]}" if features else "none"
+            raise _fail(claim, f"head {i} moves {len(features)} features ({shown})")
+    print(f"✓ {claim}")
+
+
+def check_head_ranks(modules: list[nn.Module], at_least: float | None = None) -> None:
+    """Every head's W_QK and W_OV in `modules` (attention modules with the same d_k, one per layer)
+    has rank d_k. Almost any matrices give that: two random (d_model, d_k) factors make rank d_k.
+    With `at_least`, also none of the d_k directions has collapsed: each matrix's d_k-th singular
+    value is at least `at_least` times its largest, which training need not keep."""
+    d_k, total, smallest, ranks = modules[0].d_k, 0, 1.0, set()
+    for module in modules:
+        for singular in head_singular_values(module):  # (h, d_k) each, largest first
+            tol = singular[:, :1] * module.d_model * torch.finfo(torch.float64).eps
+            ranks |= set((singular > tol).sum(-1).tolist())
+            smallest = min(smallest, float((singular[:, -1] / singular[:, 0]).min()))
+            total += singular.shape[0]
+    heads = "the one head's" if total == 2 else f"all {total // 2} heads'"
+    claim = f"{heads} W_QK and W_OV have rank d_k = {d_k}"
+    if ranks != {d_k}:
+        raise _fail(claim, f"their ranks are {sorted(ranks)}")
+    if at_least is None:
+        print(f"✓ {claim} (a generic fact: random weights give it too)")
+        return
+    if smallest < at_least:
+        raise _fail(
+            claim + ", none with a collapsed direction",
+            f"a d_k-th singular value is {100 * smallest:.2g} % of its largest "
+            f"(expected ≥ {100 * at_least:.0f} %)",
+        )
+    print(f"✓ {claim}; in each, the smallest of the {d_k} singular values")
+    print(f"  is at least {100 * smallest:.1f} % of the largest (≥ {100 * at_least:.0f} %): "
+          "no direction has collapsed")  # fmt: skip

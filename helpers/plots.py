@@ -393,18 +393,22 @@ def timings(
 
 
 def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: int) -> Figure:
-    """Three panels against d_k (log axis), one line per label in `series`: the mean largest
-    weight of a softmax row over T keys, its entropy (nats) and the norm of the gradient it
-    passes back. `series` is {label: {"max_weight": [...], "entropy": [...], "grad_norm": [...]}},
-    one value per d_k. Dotted lines mark a uniform row (1/T, log T) and a one-hot one (1, 0)."""
-    panels = [
-        ("max_weight", "largest weight in a row", [(1 / T, f"uniform: 1/{T}"), (1.0, "one-hot")]),
-        ("entropy", "row entropy (nats)", [(math.log(T), f"uniform: ln {T}"), (0, "one-hot")]),
-        ("grad_norm", "gradient norm into the scores", [(0, "one-hot")]),
-    ]  # fmt: skip
-    fig = Figure(figsize=(11, 3.7), layout="constrained")
-    axes = fig.subplots(1, 3)
-    for ax, (field, label, marks) in zip(axes, panels):
+    """One panel per measure against d_k (log axis), one line per label in `series`:
+    {label: {measure: [one value per d_k], ...}}, the measures of `experiment.Saturation`, drawn
+    in the order given. Dotted lines mark a uniform row and a one-hot one where they are known."""
+    known = {
+        "max_weight": ("largest weight in a row", [(1 / T, f"uniform: 1/{T}"), (1.0, "one-hot")]),
+        "entropy": ("row entropy (nats)", [(math.log(T), f"uniform: ln {T}"), (0, "one-hot")]),
+        "grad_norm": ("gradient norm into the scores", [(0, "one-hot")]),
+        "query_grad": ("gradient norm into q", []),
+        "others_share": (f"share of the scores' gradient for\nthe {T - 2} keys below the top two",
+                         [((T - 2) / T, "uniform"), (0, "one-hot")]),
+    }  # fmt: skip
+    fields = list(next(iter(series.values())))
+    fig = Figure(figsize=(3.3 * len(fields), 3.9), layout="constrained")
+    axes = fig.subplots(1, len(fields))
+    for ax, field in zip(axes, fields):
+        label, marks = known[field]
         for (name, values), colour in zip(series.items(), HEAD_COLOURS):
             ax.plot(d_ks, values[field], "o-", color=colour, lw=2, ms=6, label=name)
         for y, text in marks:
@@ -415,10 +419,10 @@ def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: in
         ax.set_xlabel("d_k", fontsize=FONT)
         ax.set_title(label, fontsize=FONT)
         ax.grid(alpha=0.3)
-    top = max(max(v["entropy"]) for v in series.values())
-    axes[0].set_ylim(0, 1.12)
-    axes[1].set_ylim(-0.1, max(top, math.log(T)) * 1.15)
-    axes[2].set_ylim(0, max(max(v["grad_norm"]) for v in series.values()) * 1.3)
+        top = max(max(v[field]) for v in series.values())
+        bounded = {"max_weight": (0, 1.12), "others_share": (0, 1.05)}  # shares: 0 .. 1
+        bounded["entropy"] = (-0.1, max(top, math.log(T)) * 1.15)
+        ax.set_ylim(*bounded.get(field, (0, top * 1.3)))
     axes[0].legend(fontsize=FONT - 1, loc="center right")
     fig.suptitle(f"softmax rows over {T} keys, q and k entries of variance 1", fontsize=FONT + 1)
     return fig

@@ -11,6 +11,7 @@ from helpers.experiment import (
     accuracy,
     alignment,
     dot_product_variance,
+    projected_dot_variance,
     reverse_accuracy,
     reverse_batch,
     softmax_saturation,
@@ -79,13 +80,24 @@ def test_the_variance_of_q_dot_k_is_d_k(d_k):
     assert abs(dot_product_variance(d_k) / d_k - 1) < 0.05
 
 
-def test_unscaled_scores_saturate_the_softmax_and_starve_its_gradient():
+def test_unscaled_scores_saturate_the_softmax_and_its_gradient_reaches_two_keys():
     scaled = [softmax_saturation(d_k, scaled=True) for d_k in (4, 256)]
     unscaled = [softmax_saturation(d_k, scaled=False) for d_k in (4, 256)]
     # scaled: the same spread whatever d_k (16 keys: uniform would be 1/16 and log 16 = 2.77)
     assert abs(scaled[0].max_weight - scaled[1].max_weight) < 0.03
     assert abs(scaled[0].entropy - scaled[1].entropy) < 0.1
     assert abs(scaled[0].grad_norm - scaled[1].grad_norm) < 0.03
-    # unscaled: nearly one-hot at d_k = 256, and a fraction of the gradient
+    assert abs(scaled[0].query_grad - scaled[1].query_grad) < 0.03
+    assert scaled[1].others_share > 0.6  # most of the scores' gradient beyond the top two keys
+    # unscaled: nearly one-hot at d_k = 256; less gradient into the scores, and almost all of it
+    # on the top two keys; but more into q (the division also scales q's gradient by 1/√d_k)
     assert unscaled[1].max_weight > 0.9 and unscaled[1].entropy < 0.25
     assert unscaled[1].grad_norm < 0.35 * scaled[1].grad_norm
+    assert unscaled[1].others_share < 0.15
+    assert unscaled[1].query_grad > 4 * scaled[1].query_grad
+
+
+def test_the_variance_of_q_dot_k_from_fresh_linear_layers_is_d_k_over_9():
+    # nn.Linear's default initialisation: q entries of variance 1/3 for unit-variance inputs
+    for d_k in (4, 64):
+        assert abs(projected_dot_variance(d_k) / (d_k / 9) - 1) < 0.05
