@@ -8,12 +8,25 @@ Torch only: no plotting, no widgets.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 from torch import nn
 
 from helpers.experiment import TrainResult, accuracy
+from helpers.layouts import head_singular_values
 
 __all__ = [
+    "check_dot_product_variance",
+    "check_scaled_rows_flat",
+    "check_unscaled_saturates",
+    "check_query_gradient",
+    "check_dropout_rate",
+    "check_default",
+    "check_rows_are_tokens",
+    "check_reach_all",
+    "check_reach_own",
+    "check_head_ranks",
     "check_linear_layout",
     "check_separate_matrices",
     "check_parameter_count",
@@ -240,3 +253,175 @@ def check_anti_diagonal(weights: torch.Tensor, at_least: float = 0.5, most: floa
         f"of its weight on the mirrored source position (lowest {lowest:.2f}), and at least 90% "
         f"in {share:.0%} of the {on.numel():,} cases"
     )
+
+
+# --- notebook 11: √d_k and dropout ---------------------------------------------------------------
+
+
+def check_dot_product_variance(
+    d_ks: list[int], variances: list[float], sigma2: float = 1.0, within: float = 0.05
+) -> None:
+    """Each measured var(q·k) is d_k · σ⁴ within `within` (relative): the variance grows with d_k,
+    and var(q·k / √d_k) = σ⁴ whatever d_k. One variance per d_k."""
+    expected = [d_k * sigma2**2 for d_k in d_ks]
+    claim = f"var(q·k) = d_k · σ⁴ (σ² = {sigma2:.3g}) within {100 * within:.0f} % for every d_k"
+    off = [(d_k, v, e) for d_k, v, e in zip(d_ks, variances, expected) if abs(v / e - 1) > within]
+    if len(variances) != len(d_ks) or off:
+        shown = ", ".join(f"d_k = {d}: {v:.3g} (expected {e:.3g})" for d, v, e in off)
+        raise _fail(claim, shown or f"{len(variances)} variances for {len(d_ks)} widths")
+    print(f"✓ {claim}; divided by √d_k it is σ⁴ = {sigma2**2:.3g} at every d_k")
+
+
+def _flat(values: list[float], within: float) -> bool:
+    return max(values) <= (1 + within) * min(values)
+
+
+def check_scaled_rows_flat(
+    d_ks: list[int], scaled: dict[str, list[float]], within: float = 0.10
+) -> None:
+    """With the division, every measure of `softmax_saturation` (one list per measure, one value
+    per d_k in `d_ks`) varies by less than `within` (relative) across the widths."""
+    span = f"from d_k = {d_ks[0]} to {d_ks[-1]}"
+    claim = f"÷ √d_k: every measure varies by less than {100 * within:.0f} % {span}"
+    moving = {m: v for m, v in scaled.items() if not _flat(v, within)}
+    if moving:
+        shown = "; ".join(f"{m} from {min(v):.3g} to {max(v):.3g}" for m, v in moving.items())
+        raise _fail(claim, f"{shown}: these rows change with the width")
+    print(f"✓ {claim} (all {len(scaled)} measures)")
+
+
+def check_unscaled_saturates(
+    d_ks: list[int], scaled: dict[str, list[float]], unscaled: dict[str, list[float]], T: int
+) -> None:
+    """Without the division, at the widest d_k (the last of `d_ks`): the largest weight is above
+    0.85 (towards one-hot), and the keys below the top two get less than 20 % of the scores'
+    gradient, against more than half with the division."""
+    peak, others = unscaled["max_weight"][-1], unscaled["others_share"][-1]
+    kept = scaled["others_share"][-1]
+    claim = f"no scaling, d_k = {d_ks[-1]}: rows near one-hot, gradient only to the top two keys"
+    if not peak > 0.85:
+        raise _fail(claim, f"the largest weight is {peak:.2f}, not above 0.85")
+    if not (others < 0.2 and kept > 0.5):
+        raise _fail(
+            claim,
+            f"the {T - 2} other keys get {100 * others:.0f} % of the scores' gradient without the "
+            f"division and {100 * kept:.0f} % with it (expected < 20 % and > 50 %)",
+        )
+    print(f"✓ no scaling, d_k = {d_ks[-1]}: largest weight {peak:.2f} (> 0.85); the {T - 2} keys")
+    print(f"  below the top two get {100 * others:.0f} % of the scores' gradient (< 20 %; "
+          f"÷ √d_k: {100 * kept:.0f} %)")  # fmt: skip
+
+
+def check_query_gradient(
+    d_ks: list[int], scaled: dict[str, list[float]], unscaled: dict[str, list[float]]
+) -> None:
+    """At the widest d_k (the last of `d_ks`), the gradient into the scores is smaller without
+    the division, but the gradient that reaches q is larger: the division itself scales q's
+    gradient by 1/√d_k."""
+    s_scaled, s_unscaled = scaled["grad_norm"][-1], unscaled["grad_norm"][-1]
+    q_scaled, q_unscaled = scaled["query_grad"][-1], unscaled["query_grad"][-1]
+    claim = f"no scaling, d_k = {d_ks[-1]}: less gradient into the scores, more into q"
+    if not (s_unscaled < s_scaled and q_unscaled > q_scaled):
+        raise _fail(
+            claim,
+            f"‖∂L/∂scores‖ {s_unscaled:.2f} against {s_scaled:.2f} with the division, ‖∂L/∂q‖ "
+            f"{q_unscaled:.2f} against {q_scaled:.2f} (expected smaller, then larger)",
+        )
+    print(f"✓ no scaling, d_k = {d_ks[-1]}: ‖∂L/∂scores‖ {s_scaled / s_unscaled:.1f}× smaller than "
+          f"÷ √d_k ({s_unscaled:.2f} vs {s_scaled:.2f}),")  # fmt: skip
+    print(f"  ‖∂L/∂q‖ {q_unscaled / q_scaled:.1f}× larger ({q_unscaled:.2f} vs {q_scaled:.2f})")
+
+
+def check_dropout_rate(draws: torch.Tensor, p: float, within: float = 0.01) -> None:
+    """Of many training-mode maps `draws` (any shape), a share p within `within` is exactly 0."""
+    zeroed = float((draws == 0).float().mean())
+    claim = f"dropout zeroes a share p = {p} of the weights"
+    if abs(zeroed - p) > within:
+        raise _fail(claim, f"{zeroed:.3f} of them are 0 (within {within} of {p} expected)")
+    print(f"✓ over {draws.shape[0]} draws, {zeroed:.3f} of the weights were zeroed "
+          f"(p = {p}, within {within})")  # fmt: skip
+
+
+def check_default(function, parameter: str, expected) -> None:
+    """The installed `function`'s `parameter` defaults to `expected` (read with
+    inspect.signature, so it is the version that runs, not the one a document describes)."""
+    default = inspect.signature(function).parameters[parameter].default
+    prefix = "nn." if function.__module__.startswith("torch.nn") else ""
+    claim = f"{prefix}{function.__name__}({parameter}=…) defaults to {expected!r}"
+    if default != expected:
+        raise _fail(claim, f"the installed one defaults to {default!r}")
+    print(f"✓ {claim} (inspect.signature, the installed version)")
+
+
+# --- notebook 12: the heads inside the matrices ------------------------------------------------
+
+
+def check_rows_are_tokens(cut: torch.Tensor, name: str) -> None:
+    """`cut` (h, T, d_k) holds in each cell the number of the token it came from: every head's row
+    t must hold token t only (what splitting q into heads must keep)."""
+    h, T, _ = cut.shape
+    own = torch.arange(T, dtype=cut.dtype)[:, None]  # (T, 1): the token row t should hold
+    wrong = (cut != own).any(-1)  # (h, T): rows holding another token's features
+    claim = f"{name}: every head's row t holds token t"
+    if wrong.any():
+        i, t = wrong.nonzero()[0].tolist()
+        held = cut[i, t].unique().int().tolist()
+        raise _fail(claim, f"{int(wrong.sum())} of {h * T} head rows hold another token "
+                    f"(first: head {i}, row {t} holds tokens {held})")  # fmt: skip
+    print(f"✓ {name}: all {h * T} head rows hold their own token")
+
+
+def _reach(moved: torch.Tensor, tol: float) -> list[list[int]]:
+    return [torch.nonzero(row > tol).flatten().tolist() for row in moved]
+
+
+def check_reach_all(moved: torch.Tensor, tol: float = 1e-6) -> None:
+    """`moved` (h, d_model): how much each output feature moves when head i is silenced. Every
+    head moves every feature: true of any W^O with no zero entries, a generic fact."""
+    h, d_model = moved.shape
+    short = {i: len(f) for i, f in enumerate(_reach(moved, tol)) if len(f) < d_model}
+    claim = f"with W^O, each head moves all {d_model} output features"
+    if short:
+        raise _fail(claim, ", ".join(f"head {i} moves {n}" for i, n in short.items()))
+    print(f"✓ {claim} (so would any W^O with no zero entries)")
+
+
+def check_reach_own(moved: torch.Tensor, d_k: int, tol: float = 1e-6) -> None:
+    """`moved` (h, d_model) as in check_reach_all, for out = concat (no W^O): head i moves exactly
+    its own features i·d_k … (i+1)·d_k and no others."""
+    claim = f"without W^O, head i moves exactly its own {d_k} features i·d_k … (i+1)·d_k − 1"
+    for i, features in enumerate(_reach(moved, tol)):
+        if features != list(range(i * d_k, (i + 1) * d_k)):
+            shown = f"{features[0]} … {features[-1]}" if features else "none"
+            raise _fail(claim, f"head {i} moves {len(features)} features ({shown})")
+    print(f"✓ {claim}")
+
+
+def check_head_ranks(modules: list[nn.Module], at_least: float | None = None) -> None:
+    """Every head's W_QK and W_OV in `modules` (attention modules with the same d_k, one per layer)
+    has rank d_k. Almost any matrices give that: two random (d_model, d_k) factors make rank d_k.
+    With `at_least`, also none of the d_k directions has collapsed: each matrix's d_k-th singular
+    value is at least `at_least` times its largest, which training need not keep."""
+    d_k, total, smallest, ranks = modules[0].d_k, 0, 1.0, set()
+    for module in modules:
+        for singular in head_singular_values(module):  # (h, d_k) each, largest first
+            tol = singular[:, :1] * module.d_model * torch.finfo(torch.float64).eps
+            ranks |= set((singular > tol).sum(-1).tolist())
+            smallest = min(smallest, float((singular[:, -1] / singular[:, 0]).min()))
+            total += singular.shape[0]
+    heads = "the one head's" if total == 2 else f"all {total // 2} heads'"
+    claim = f"{heads} W_QK and W_OV have rank d_k = {d_k}"
+    if ranks != {d_k}:
+        raise _fail(claim, f"their ranks are {sorted(ranks)}")
+    if at_least is None:
+        print(f"✓ {claim} (a generic fact: random weights give it too)")
+        return
+    if smallest < at_least:
+        raise _fail(
+            claim + ", none with a collapsed direction",
+            f"a d_k-th singular value is {100 * smallest:.2g} % of its largest "
+            f"(expected ≥ {100 * at_least:.0f} %)",
+        )
+    print(f"✓ {claim}; in each, the smallest of the {d_k} singular values")
+    print(f"  is at least {100 * smallest:.1f} % of the largest (≥ {100 * at_least:.0f} %): "
+          "no direction has collapsed")  # fmt: skip

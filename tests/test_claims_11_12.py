@@ -17,23 +17,25 @@ from helpers.attention import (
     split_heads,
 )
 from helpers.checks import check_close
-from helpers.examples import SENTENCE, embed, seeded_attention, tokens
-from helpers.experiment import (
+from helpers.claims import (
     check_default,
     check_dot_product_variance,
     check_dropout_rate,
+    check_head_ranks,
     check_query_gradient,
+    check_reach_all,
+    check_reach_own,
+    check_rows_are_tokens,
     check_scaled_rows_flat,
     check_unscaled_saturates,
+)
+from helpers.examples import SENTENCE, embed, seeded_attention, tokens
+from helpers.experiment import (
     dot_product_variance,
     projected_dot_variance,
     softmax_saturation,
 )
 from helpers.layouts import (
-    check_head_ranks,
-    check_reach_all,
-    check_reach_own,
-    check_rows_are_tokens,
     fold_w_o,
     head_circuits,
     head_singular_values,
