@@ -1,8 +1,10 @@
 """Checks behind the notebooks' ✓ lines that state more than an equality or a shape.
 
-Each takes the objects a notebook made and prints one ✓ line naming exactly what it compared, or
-raises AssertionError saying what came instead. `tests/test_claims.py` feeds each one a wrong
-object (a biased layer, heads that share a matrix, a head looking elsewhere) and shows it fails.
+Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
+raises AssertionError saying what came instead. `tests/test_claims.py` (01–09) and
+`tests/test_claims_11_12.py` feed each one a wrong object (a biased layer, heads that share a
+matrix, a head looking elsewhere, a missing scale) and show it fails. Notebooks 08 and 10 check
+counts of what a call asks of PyTorch; those checks sit beside the counting, in `helpers.timing`.
 Torch only: no plotting, no widgets.
 """
 
