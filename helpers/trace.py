@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import linecache
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -80,7 +81,7 @@ class Trace:
 
 @functools.lru_cache(maxsize=256)
 def _is_internal(filename: str) -> bool:
-    path = str(Path(filename).resolve()) if filename.startswith("/") else filename
+    path = str(Path(filename).resolve()) if os.path.isabs(filename) else filename  # any OS
     return path.startswith((_HELPERS, _TORCH)) or filename.startswith("<frozen")
 
 
