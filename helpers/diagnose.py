@@ -29,14 +29,19 @@ problem becomes the message. Only the output alone can get a ✓: a learner who 
 list, e.g. (out, weights) or (out, {stage: tensor}), is told so, and its first item is diagnosed
 (the stages of a dict are searched too). The sizes each exercise's check uses are CHECK_SIZES, in
 words check_sizes(name); a function that reads integers from outside it (a notebook's h = 4) is
-told which, with those sizes.
+told which, with those sizes. A function right at those sizes is run once more at a second set,
+SECOND_CHECK_SIZES (B = 1, T = 3, d_model = 16, 2 heads of d_k = 8; 09's T_k = 4): the ✓ says it
+was checked at both; code right only at the first (view(2, 5, 3, 4), / 2 for √d_k) is told so,
+with the numbers written in it that equal a size of the first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import functools
 import itertools
+import re
 import traceback
 import types
 from collections.abc import Callable, Iterable
@@ -71,6 +76,7 @@ __all__ = [
     "diagnose",
     "check_exercise",
     "CHECK_SIZES",
+    "SECOND_CHECK_SIZES",
     "check_sizes",
     "reference_attention",
 ]
@@ -79,6 +85,9 @@ ATOL = 1e-4
 B, T, D_MODEL, HEADS = 2, 5, 12, 3  # d_k = 4: every scaling mistake gives different numbers
 ONE_HEAD_D_K = 4  # 01's and 12's one head
 CROSS_T_K = T + 2  # 09's context: longer than x, so a mix-up changes the shape or the numbers
+# a second set of sizes, checked once the first gives the right output: code that hard-codes a
+# size (view(2, 5, 3, 4), / 2 for √d_k) is right only at the first
+B2, T2, D_MODEL2, HEADS2, ONE_HEAD_D_K2, CROSS_T_K2 = 1, 3, 16, 2, 8, 4
 _MOST_NEGATIVE = -1e4  # a masked score filled with -1e9 or finfo.min counts as -inf
 _MAX_FINDINGS = 4
 
@@ -93,6 +102,7 @@ class Finding:
     detail: str = ""  # for an unknown difference: how large, and where
     position: int = 0  # where its record stands in the code's order (see _position)
     hint: str = ""  # for an unknown difference: a hint worded for it (else the stage's)
+    headline: str = ""  # what differs, in place of the stage's words and the detail
 
 
 @dataclass
@@ -286,9 +296,13 @@ def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
     for name in changed:
         i = found[name]
         shape = records[i].tensor.shape
+        views = {i} | {  # the same tensor rearranged (transposed) before the rework
+            j for j, r in enumerate(records[:-1])
+            if r.family == records[i].family and j > i and r.tensor.shape == shape
+        }  # fmt: skip
         children = [
             j for j, r in enumerate(records[:-1])
-            if i in r.parents and r.tensor.shape == shape
+            if views & set(r.parents) and r.tensor.shape == shape
             and _op(r) in _REWORK
         ]  # fmt: skip
         if not children:
@@ -308,8 +322,12 @@ def _contradicted(name: str, runs: list[_Run]) -> bool:
     ops = {_op(r) for run in runs for r in run.records}
     if name == "no_softmax":
         return any("softmax" in op for op in ops)
-    if name == "mask_ignored":
-        return bool(ops & {"masked_fill", "where"})
+    if name == "mask_ignored":  # a mask whose result is thrown away has no effect
+        return any(
+            _op(r) in ("masked_fill", "where") and j not in _discarded(run.records)
+            for run in runs
+            for j, r in enumerate(run.records)
+        )
     if name == "mask_after_softmax":  # masked before any softmax: not after it
         for run in runs:
             ops_in_order = [_op(r) for r in run.records]
@@ -318,6 +336,192 @@ def _contradicted(name: str, runs: list[_Run]) -> bool:
             if first is not None and masks and masks[0] < first:
                 return True
     return False
+
+
+def _scale_of(mine: torch.Tensor, stage: str, value: torch.Tensor) -> float | None:
+    """c if the learner's tensor is c times the stage (in a form of its shape), else None."""
+    for form in _forms(value, KINDS[stage]):
+        if form.shape == mine.shape:
+            c = _ratio(mine, form)
+            if c is not None:
+                return c
+    return None
+
+
+_SCALES = ("div", "truediv", "rtruediv", "itruediv", "true_divide", "divide", "mul", "rmul",
+           "imul", "multiply")  # fmt: skip
+
+
+def _scale_lines(run: _Run) -> list[int]:
+    """The lines where the learner multiplies or divides a tensor by a number on the way to the
+    output, and the result equals no stage of the reference."""
+    records, stages = run.records, run.reference
+    right = {j for name, value in stages.items() for j in run.hits_of(name, value)}
+    final = records[-1]  # the returned value: follow what made it
+    todo = [j for j, r in enumerate(records[:-1]) if r.family == final.family]
+    seen, lines = set(), set()
+    while todo:
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        r = records[j]
+        if _op(r) in _SCALES and len(r.parents) == 1 and j not in right and r.lineno:
+            lines.add(r.lineno)
+        todo += r.parents
+    return sorted(lines)
+
+
+def _d_k(run: _Run) -> int | None:
+    for name in ("q_heads", "q"):
+        if name in run.reference:
+            return int(run.reference[name].shape[-1])
+    return None
+
+
+def _scale_hint(record: Record, run: _Run) -> str:
+    """For a tensor at another scale than the reference's (q / √d_k and k / √d_k): where else the
+    code scales, and what the reference does."""
+    others = [n for n in _scale_lines(run) if n != record.lineno]
+    also = ""
+    if others:
+        listed = " and ".join(", ".join(map(str, others)).rsplit(", ", 1))
+        also = f" your code also scales on line{'s' if len(others) > 1 else ''} {listed};"
+    d_k = _d_k(run)
+    root = f"√d_k = {d_k**0.5:.3g}" if d_k else "√d_k"
+    return (
+        f"look at the scale on this line:{also} the reference divides only the scores, by "
+        f"{root}, once."
+    )
+
+
+def _scaled_stand_in(run: _Run) -> str | None:
+    """A stage that a later matched stage vouches for, whose place the learner filled with a
+    tensor at another scale (W_QK built from w_q.T / √d_k, the scores then divided again): the
+    first tensor that departs, though a later one equals a stage."""
+    own = _own(run.found)
+    vouched = _vouched(own, run.stages)
+    for name in run.stages:
+        if KINDS[name] == "out" or name in own or name not in vouched:
+            continue
+        i = _role(name, run.stages, run.found, run.records)
+        if i is not None and _scale_of(run.records[i].tensor, name, run.stages[name]) is not None:
+            return name
+    return None
+
+
+def _heads_hint(finding: Finding, run: _Run, outside: Iterable[str]) -> Finding:
+    """A wrong number of heads, with a hint for how the line got it: Tensor.split(n), which cuts
+    pieces of n features (not n pieces); a size read from outside the function; or a number."""
+    if not (finding.mistake or "").startswith(WRONG_NUM_HEADS) or finding.hint:
+        return finding
+    code = finding.record.code if finding.record else ""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", code))
+    names = [n for n in outside if n in words]
+    count = finding.mistake.removeprefix(WRONG_NUM_HEADS)
+    if "split" in words and "chunk" not in words:
+        hint = (
+            "look at the split on this line: Tensor.split(n, dim) cuts pieces of n features "
+            f"each, not n pieces, so split(num_heads, dim=-1) makes {count} pieces. chunk("
+            "num_heads, dim=-1) makes num_heads pieces, and split(d_k, dim=-1) pieces of d_k."
+        )
+    elif names:
+        hint = (
+            f"look at the number of heads on this line: it comes from {' and '.join(names)}, read "
+            "from outside the function (see the note); use the num_heads argument."
+        )
+    elif outside:
+        hint = (
+            "look at the number of heads on this line: use the num_heads argument, not a number "
+            "or a size read from outside the function (see the note)."
+        )
+    else:
+        hint = (
+            f"look at the number of heads on this line: the code cuts {count} heads, whatever "
+            "num_heads says. Take the number of heads (and d_k) from the num_heads argument, not "
+            "a number written in."
+        )
+    return dataclasses.replace(finding, hint=hint)
+
+
+def _outside_divisor(finding: Finding, run: _Run, outside: Iterable[str]) -> Finding | None:
+    """A scaling mistake on a line that reads a size from outside the function (d_k = 16 left in
+    a notebook): the numbers say "divided by d_k", but the code may divide by √ of another d_k.
+    Then say only what the divisor is; the note names the outside value."""
+    record = finding.record
+    scaled = finding.mistake is None and "at another scale" in finding.detail
+    if not (finding.mistake in _SCALING or scaled) or record is None or not record.code:
+        return None
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", record.code))
+    names = [n for n in outside if n in words]
+    if not names or "scores" not in run.reference:
+        return None
+    scale = _scale_of(record.tensor, "scores", run.reference["scores"])
+    d_k = _d_k(run)
+    if scale is None or not d_k:
+        return None
+    divisor = d_k**0.5 / scale
+    headline = (
+        f"the scores are divided by {divisor:.3g}, where the reference divides them by "
+        f"√d_k = {d_k**0.5:.3g}: yours are the reference's × {scale:.3g}."
+    )
+    hint = (
+        f"look at the divisor on this line: it reads {' and '.join(names)} from outside the "
+        "function (see the note)."
+    )
+    return Finding(None, "scores", record, "", finding.position, hint, headline)
+
+
+def _scaled_elsewhere(run: _Run, stages: dict, found: _Found) -> bool:
+    """Whether the learner's scores (as matched in a trial) are made from a tensor that the
+    learner multiplied or divided and that equals no stage, of another shape than the scores
+    (q / √d_k, w_q.T / √d_k): then the scale is applied there, not to the scores."""
+    if "scores" not in found or "scores" in found.borrowed:
+        return False
+    records, home = run.records, found["scores"]
+    shapes = {tuple(f.shape) for f in _forms(stages["scores"], KINDS["scores"])}
+    matched = {j for name, value in stages.items() for j in run.hits_of(name, value)}
+    seen, todo = set(), list(records[home].parents)
+    while todo:
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        r = records[j]
+        if (_op(r) in _REWORK and j not in matched
+                and tuple(r.tensor.shape) not in shapes):  # fmt: skip
+            return True
+        todo += r.parents
+    return False
+
+
+def _made_right(name: str, runs: list[_Run], trials: list) -> bool:
+    """Whether the learner made right the stage where mistake `name` is made (its HOME), which the
+    mistake would change: a right W_QK is not built the wrong way round."""
+    home = HOME.get(name)
+    for run, (stages, _) in zip(runs, trials):
+        own = _own(run.found)
+        if home in own and home in stages and not _same(stages[home], run.stages[home]):
+            return True
+    return False
+
+
+def _discarded(records: list[Record]) -> set[int]:
+    """The records that nothing uses: no op takes them and they are not returned (the result of
+    scores.masked_fill(...) not assigned)."""
+    used = {p for r in records for p in r.parents}
+    returned = records[-1].family if records else None
+    return {j for j, r in enumerate(records[:-1]) if j not in used and r.family != returned}
+
+
+def _unused_mask(runs: list[_Run]) -> Record | None:
+    """The learner's masked_fill or torch.where whose result nothing uses, if any."""
+    for run in runs:
+        unused = _discarded(run.records)
+        for j, r in enumerate(run.records):
+            if j in unused and _op(r) in ("masked_fill", "where"):
+                return r
+    return None
 
 
 def _same_in_some_form(t: torch.Tensor, stage: str, value: torch.Tensor) -> bool:
@@ -364,10 +568,17 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
     shapes = {tuple(f.shape) for f in _forms(stages[stage], KINDS[stage])}
     start = max((found[d] for d in DEPENDS.get(stage, ()) if d in found), default=-1)
     taken = set(found.values())
-    families = {records[i].family for i in taken}  # a view of a matched tensor is not new
+    # a view of a matched tensor in one of that stage's layouts is not new; the same numbers
+    # rearranged into another layout (the heads reshaped to (B, T, d_model)) are
+    owned: dict[int, set] = {}
+    for name, i in found.items():
+        if name in stages:
+            forms = _forms(stages[name], KINDS[name])
+            owned.setdefault(records[i].family, set()).update(tuple(f.shape) for f in forms)
     candidates = [i for i in range(start + 1, len(records) - 1)
                   if tuple(records[i].tensor.shape) in shapes and i not in taken
-                  and records[i].family not in families]  # fmt: skip
+                  and tuple(records[i].tensor.shape) not in owned.get(records[i].family, ())
+                  ]  # fmt: skip
     if not candidates:
         return None
     ops = [records[i].op for i in candidates]
@@ -400,6 +611,14 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
                  _entries(missing, "kept that the reference masks") if missing else ""]  # fmt: skip
         text = ", ".join(part for part in parts if part)
         diff = (hidden != theirs).float()
+    elif KINDS[stage] in ("maps", "out") and _transposed_of(mine, form):
+        return "yours are the reference's transposed: rows and columns swapped"
+    elif _reordered(mine, form):
+        order = ": the same numbers as the reference's, in another order"
+        if KINDS[stage] == "out":
+            where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+            return f"{text}, at index {where}{order}"
+        return f"{text}{order}"
     if KINDS[stage] == "out":
         where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
         return f"{text}, at index {where}"
@@ -408,6 +627,19 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
     if KINDS[stage] == "tokens" and heads > 1 and mine.shape == value.shape:  # (B, T, h·d_k)
         return f"{text}, {_which_heads(diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3)))}"
     return text
+
+
+def _transposed_of(mine: torch.Tensor, form: torch.Tensor) -> bool:
+    """Whether mine is form with its last two dims swapped (and form is not symmetric)."""
+    if form.dim() < 2 or form.shape[-1] != form.shape[-2] or mine.shape != form.shape:
+        return False
+    return _same(mine, form.transpose(-2, -1)) and not _same(mine, form)
+
+
+def _reordered(mine: torch.Tensor, form: torch.Tensor) -> bool:
+    """Whether mine holds form's numbers, in another order."""
+    a, b = _comparable(mine).flatten().sort().values, _comparable(form).flatten().sort().values
+    return bool(a.isfinite().all()) and torch.allclose(a, b, atol=ATOL, rtol=0)
 
 
 def _ratio(mine: torch.Tensor, form: torch.Tensor) -> float | None:
@@ -420,6 +652,10 @@ def _ratio(mine: torch.Tensor, form: torch.Tensor) -> float | None:
     return c if close and abs(c - 1) > 1e-3 else None
 
 
+def _alike(values: torch.Tensor) -> bool:
+    return float(values.max() - values.min()) <= ATOL
+
+
 def _entries(n: int, how: str) -> str:
     return f"{n} {'entry' if n == 1 else 'entries'} {how}"
 
@@ -427,6 +663,8 @@ def _entries(n: int, how: str) -> str:
 def _which_heads(per_head: torch.Tensor) -> str:
     """'only in heads 1, 2' when some heads are right, else 'most of all in head 1'."""
     wrong = [i for i, d in enumerate(per_head.tolist()) if d > ATOL]
+    if len(per_head) > 1 and len(wrong) == len(per_head) and _alike(per_head):
+        return "in every head alike"
     if 0 < len(wrong) < len(per_head):
         return f"only in head{'s' if len(wrong) > 1 else ''} {', '.join(map(str, wrong))}"
     return f"most of all in head {int(per_head.argmax())}"
@@ -449,7 +687,9 @@ class _Run:
         return stages, _match(stages, self.records, self.hits_of)
 
 
-def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
+def _explain(
+    runs: list[_Run], candidates: Iterable[str], outside: Iterable[str] = ()
+) -> list[Finding]:
     """Every departure of the learner's records from the reference, in the order the code makes
     them (see the module doc). A mistake must help in every run (without and with a mask): a
     mask's -inf can make wrong numbers equal elsewhere."""
@@ -469,8 +709,10 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
                 continue
             if any(_reworked(run, *t) for run, t in zip(runs, trials)):
                 continue  # the learner did more to that tensor: the mistake does not explain it
-            if _contradicted(name, runs):
+            if _contradicted(name, runs) or _made_right(name, runs, trials):
                 continue
+            if name in _SCALING and any(_scaled_elsewhere(run, *t) for run, t in zip(runs, trials)):
+                continue  # the learner scales q, k or W_QK: "the scores are divided by" is not it
             score = sum(_progress(found, stages) for stages, found in trials)
             if score > current:
                 scored.append((score, name, trials))
@@ -484,7 +726,17 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
                 stage, record = next((p for p in places if p[1] is not None), places[-1])
                 options.append((_position(record, runs), name, stage, record, trials))
             position, name, stage, record, trials = min(options, key=lambda o: o[0])
-            findings.append(Finding(name, stage, record, position=position))
+            hint = ""
+            unused = _unused_mask(runs) if name == "mask_ignored" else None
+            if unused is not None:  # the mask is there, but its result is thrown away
+                record, position = unused, _position(unused, runs)
+                fn = "masked_fill" if _op(unused) == "masked_fill" else "torch.where"
+                hint = (
+                    f"{fn} returns a new tensor and leaves its input as it was: this line "
+                    "throws the result away. Assign it (scores = scores.masked_fill(...))"
+                    + (", or use the in-place masked_fill_." if fn == "masked_fill" else ".")
+                )
+            findings.append(Finding(name, stage, record, position=position, hint=hint))
             made.append(name)
             for run, (stages, found) in zip(runs, trials):
                 run.stages, run.found = stages, found
@@ -507,13 +759,24 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
             break
         unvouched = [n for n in first.stages if n not in _vouched(first.found, first.stages)]
         stage = next((n for n in unvouched if _made_in_place(n, first)), "out")
-        stage = _changed_input(stage, first) or stage
-        if stage != "out" and _same(first.stages[stage], first.stages["out"]):
+        scaled = _scaled_stand_in(first)  # W_QK made at another scale, then scaled again
+        if scaled is not None:
+            stage = scaled
+        departs, changed = stage, None if scaled else _changed_input(stage, first)
+        if (
+            changed
+            and first.records[changed[1]].family == first.records[first.found[changed[0]]].family
+            and _same_line(changed[1], departs, first)
+        ):  # `weights.mT @ v`: the right weights, rearranged on the line of the next step
+            changed = None
+        stage = changed[0] if changed else stage
+        if stage != "out" and _same_in_some_form(first.stages["out"], stage, first.stages[stage]):
             stage = "out"  # one head and no W^O: what it makes is the output itself
         target = _cut_first(stage, first)  # the stage whose tensor the learner made instead
         followed = []
         for run in pending:
-            i = _role(target, run.stages, run.found, run.records)
+            i = _changed_in(target, departs, run) if changed and target == stage else None
+            i = _role(target, run.stages, run.found, run.records) if i is None else i
             followed.append((run, run.records[i] if i is not None else None))
         record = followed[0][1]
         if record is not None and _same_in_some_form(record.tensor, target, first.stages[target]):
@@ -522,18 +785,95 @@ def _explain(runs: list[_Run], candidates: Iterable[str]) -> list[Finding]:
             break  # said already
         heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
         detail = _difference(record.tensor, target, first.stages[target], heads) if record else ""
+        scale = _scale_of(record.tensor, target, first.stages[target]) if record else None
+        if scale is not None and (_op(record) in _REWORK or target == "w_qk"):
+            detail = f"yours are the reference's × {scale:.3g}: the same numbers at another scale"
         alias = _equals_other_stage(record, target, first) if record else ""
         detail = f"{detail}; {alias}" if detail and alias else detail or alias
         hint = _right_until(first) if stage == "out" else ""
         if stage in ("q", "k", "v") and record is not None and _transposed_input(record, first):
             hint = "look at the line that makes it: which input and which weight does it use?"
-        findings.append(Finding(None, stage, record, detail, _position(record, runs), hint))
+        if target in ("scores", "masked") and "masked that the reference keeps" in detail:
+            if "masked" not in first.stages:
+                hint = (
+                    "this line hides scores with a mask the check did not ask for: this call "
+                    "passes no mask, so every score should stay."
+                )
+            elif "kept that the reference masks" not in detail:
+                hint = (
+                    "look at the mask on this line: it hides scores that the check's mask keeps "
+                    "(True = may attend)."
+                )
+        if scale is not None and target not in ("scores", "masked", "weights", "out"):
+            hint = _scale_hint(record, first)
+        if "reference's transposed" in detail:
+            hint = (
+                "look at the order of the product and the transposes on this line: row a of the "
+                "scores holds query a's scores."
+            )
+        shown = _merge_start(record, first) if target == "merged" and record else record
+        shown = _made_at(first) if target == "out" and record is not None else shown
+        findings.append(Finding(None, stage, shown, detail, _position(shown, runs), hint))
         if any(r is None or r.tensor.shape != run.stages[target].shape for run, r in followed):
             break  # the learner's tensor is laid out another way: stop here
         for run, r in followed:
             run.given[target] = r.tensor
             run.stages, run.found = run.trial(tuple(made))
+    findings = [_outside_divisor(f, runs[0], outside) or f for f in findings]
+    findings = [_heads_hint(f, runs[0], outside) for f in findings]
     return sorted(findings, key=lambda f: f.position)
+
+
+def _same_line(j: int, stage: str, run: _Run) -> bool:
+    """Whether record j is made on the line that makes `stage` (the output: on the line that
+    makes the returned numbers)."""
+    i = _role(stage, run.stages, run.found, run.records)
+    if i is None:
+        return False
+    record = _made_at(run) if i == len(run.records) - 1 else run.records[i]
+    return record.lineno is not None and record.lineno == run.records[j].lineno
+
+
+def _made_at(run: _Run) -> Record:
+    """The returned value's record, placed on the line that made its numbers (`out = w @ v`
+    before `return out`), when that line is in the function checked."""
+    final = run.records[-1]
+    made = [r for r in run.records[:-1] if r.family == final.family and r.lineno is not None
+            and r.caller is None and r.tensor.shape == final.tensor.shape
+            and _same(r.tensor, final.tensor)]  # fmt: skip
+    if final.caller is not None or not made:
+        return final
+    return Record(final.tensor, final.op, made[0].lineno, made[0].code, None, final.family)
+
+
+def _merge_start(record: Record, run: _Run) -> Record:
+    """The line where the learner's merge departs: `record` (B, T, d_model) is made from the
+    heads by a chain of views and transposes; the first link after the last one that holds the
+    heads as (B, h, T, d_k) or (B, T, h, d_k) (a reshape of which merges them right)."""
+    index = {id(r): i for i, r in enumerate(run.records)}
+    chain, i = [record], index.get(id(record))
+    while i is not None:
+        current = run.records[i]
+        if current.op.strip("_") not in _REARRANGE or not current.parents:
+            break
+        parent = run.records[current.parents[0]]
+        if parent.family != record.family:
+            break
+        chain.append(parent)
+        i = current.parents[0]
+    heads = run.stages.get("heads")
+    if heads is None or heads.dim() != 4:
+        return record
+    good = (heads, heads.transpose(1, 2))
+    chain.reverse()  # from the heads on
+    right = [n for n, r in enumerate(chain) if any(_same(r.tensor, g) for g in good)]
+    if not right or right[-1] + 1 >= len(chain):
+        return record
+    return chain[right[-1] + 1]
+
+
+_REARRANGE = {"view", "reshape", "transpose", "permute", "contiguous", "flatten", "t",
+              "movedim", "swapaxes", "swapdims", "mT", "get"}  # fmt: skip
 
 
 def _made_in_place(stage: str, run: _Run) -> bool:
@@ -713,30 +1053,44 @@ def _cut_first(stage: str, run: _Run) -> str:
     return cut if split is not None and (flat is None or split < flat) else stage
 
 
-def _changed_input(stage: str, run: _Run) -> str | None:
+def _changed_input(stage: str, run: _Run) -> tuple[str, int] | None:
     """The input of `stage` that the learner changed after making it right (weights computed,
-    then rolled): its stage, if a tensor of its shape that equals no form of it was made between
-    the right one and `stage`'s own."""
+    then rolled): (its stage, the learner's first changed tensor), if a tensor of its shape that
+    equals no form of it was made from the right one before `stage`'s own."""
+    for earlier in DEPENDS.get(stage, ()):
+        j = _changed_in(earlier, stage, run)
+        if j is not None:
+            return earlier, j
+    return None
+
+
+def _changed_in(earlier: str, stage: str, run: _Run) -> int | None:
+    """The learner's first tensor made from the right `earlier` that is no longer right, before
+    `stage`'s own (see _changed_input), or None."""
+    if earlier not in run.found or earlier not in run.stages:
+        return None
     end = _role(stage, run.stages, run.found, run.records)
     end = len(run.records) - 1 if end is None else end
     other = {j for name, value in run.stages.items() for j in run.hits_of(name, value)}
     out = run.stages["out"]  # the right output, made before the learner changed it
     other |= {j for j, r in enumerate(run.records) if r.tensor.shape == out.shape
               and _same(r.tensor, out)}  # fmt: skip
-    for earlier in DEPENDS.get(stage, ()):
-        if earlier not in run.found or earlier not in run.stages:
-            continue
-        value, kind = run.stages[earlier], KINDS[earlier]
-        shapes = {tuple(f.shape) for f in _forms(value, kind)}
-        right = set(run.hits_of(earlier, value)) | other  # k is not a changed q
-        family = run.records[run.found[earlier]].family
-        if any(
-            tuple(run.records[j].tensor.shape) in shapes and j not in right
+    value, kind = run.stages[earlier], KINDS[earlier]
+    shapes = {tuple(f.shape) for f in _forms(value, kind)}
+    right = set(run.hits_of(earlier, value)) | other  # k is not a changed q
+    family = run.records[run.found[earlier]].family
+    return next(
+        (
+            j for j in range(run.found[earlier] + 1, end)
+            if tuple(run.records[j].tensor.shape) in shapes and j not in right
             and any(run.records[p].family == family for p in run.records[j].parents)
-            for j in range(run.found[earlier] + 1, end)
-        ):  # fmt: skip
-            return earlier  # made from the right tensor, and no longer right
-    return None
+            and not (stage == "merged" and _op(run.records[j]) in _JOINS)  # the merge itself
+        ),
+        None,
+    )  # fmt: skip
+
+
+_JOINS = ("cat", "concat", "concatenate", "stack", "hstack", "dstack", "vstack")
 
 
 def _position(record: Record | None, runs: list[_Run]) -> int:
@@ -816,7 +1170,7 @@ def _entry(
     if finding.mistake:
         what, hint = describe(finding.mistake, words_of.get("cut", "q, k and v"))
         generic = WRONG_NUM_HEADS if finding.mistake.startswith(WRONG_NUM_HEADS) else ""
-        hint = hints.get(finding.mistake, hints.get(generic, hint))
+        hint = finding.hint or hints.get(finding.mistake, hints.get(generic, hint))
         head = f"{finding.mistake}: {what}."
     else:
         words, hint = words_of[finding.stage], STAGE_HINTS[finding.stage]
@@ -837,7 +1191,15 @@ def _entry(
             f"your {words} {verb} from the reference's{detail}, in a way that matches no known "
             "mistake."
         )
-    where = finding.record.where if finding.record else ""
+        head = finding.headline or head
+    record = finding.record
+    if record is not None and "masked_fill" not in record.code:  # a mask applied another way
+        hint = hint.replace(
+            "the value your masked_fill puts in", "the value a masked score gets on this line"
+        ).replace("the condition in your masked_fill", "the condition of your mask")
+    where = record.where if record else ""
+    if not where:  # no line to point at: the hint must not say "this line"
+        hint = hint.replace(" on this line", "").replace("this line", "the line that makes it")
     if not where and not finding.mistake:
         where = "the check cannot tell which line of your code makes it."
     lines = [f"{indent}Where: {where}"] if where else []
@@ -1076,10 +1438,16 @@ def _explains(findings: list[Finding], out: torch.Tensor, stages_of: Callable) -
         return False
 
 
-def _safe_explain(runs: list[tuple[list[Record], Callable]], candidates) -> list[Finding]:
-    """_explain over (records, stages_of) pairs; odd tensors must not become a traceback."""
+def _safe_explain(
+    runs: list[tuple[list[Record], Callable]], candidates, fn: Callable | None = None
+) -> list[Finding]:
+    """_explain over (records, stages_of) pairs; odd tensors must not become a traceback. `fn`:
+    the learner's function, whose integers read from outside it matter to a divisor."""
+    outside = [name for name, _ in _globals_read(fn)] if fn is not None else []
     try:
-        return _explain([_Run(records, stages_of) for records, stages_of in runs], candidates)
+        return _explain(
+            [_Run(records, stages_of) for records, stages_of in runs], candidates, outside
+        )
     except Exception:  # noqa: BLE001
         return []
 
@@ -1104,16 +1472,59 @@ def _fallback(out: torch.Tensor, expected: torch.Tensor) -> str:
 # --- the checks the notebooks call ------------------------------------------------------------
 
 
-def _inputs(seed: int = 0) -> dict:
+def _sizes(second: bool = False) -> tuple[int, int, int, int, int, int]:
+    """(B, T, d_model, num_heads, one head's d_k, 09's T_k): the first set, or the second."""
+    if second:
+        return B2, T2, D_MODEL2, HEADS2, ONE_HEAD_D_K2, CROSS_T_K2
+    return B, T, D_MODEL, HEADS, ONE_HEAD_D_K, CROSS_T_K
+
+
+def _inputs(seed: int = 0, second: bool = False) -> dict:
     """The fixed inputs: x (2, 5, 12), four (12, 12) weights, 3 heads, a padding mask (2, 5, 5)
-    under which every query keeps at least one key either way round."""
+    under which every query keeps at least one key either way round; `second`: the same at the
+    second sizes (1, 3, 16), 2 heads."""
+    b, t, d_model, heads, _, _ = _sizes(second)
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(B, T, D_MODEL, generator=g)
-    weights = {name: torch.randn(D_MODEL, D_MODEL, generator=g) / D_MODEL**0.5 for name in
+    x = torch.randn(b, t, d_model, generator=g)
+    weights = {name: torch.randn(d_model, d_model, generator=g) / d_model**0.5 for name in
                ("w_q", "w_k", "w_v", "w_o")}  # fmt: skip
-    lengths = torch.tensor([4, 3])
-    mask = (torch.arange(T) < lengths.view(B, 1)).view(B, 1, T).expand(B, T, T)  # (B, T, T)
-    return {"x": x, **weights, "num_heads": HEADS, "mask": mask}
+    lengths = torch.tensor([4, 3] if not second else [2])
+    mask = (torch.arange(t) < lengths.view(b, 1)).view(b, 1, t).expand(b, t, t)  # (B, T, T)
+    return {"x": x, **weights, "num_heads": heads, "mask": mask}
+
+
+def _call_args(run_args: dict, mask: bool, per_head: bool) -> dict:
+    """The arguments diagnose passes to the learner's function."""
+    if per_head:
+        return _per_head_args(run_args)
+    if not mask:  # the exercise's function has no mask parameter
+        return {name: a for name, a in run_args.items() if name != "mask"}
+    return run_args
+
+
+def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str = "") -> str:
+    """'' if fn gives the expected output for args (the second sizes), else what went wrong."""
+    copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args.values()]
+    copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
+    trace = trace_call(fn, copies)
+    err = trace.error
+    if err is not None:
+        return f"it raised {type(err).__name__}{when}: {err}{_where_in_learner_code(err)}."
+    out = trace.result
+    if not isinstance(out, torch.Tensor):
+        return f"it returned {type(out).__name__}{when}."
+    if out.shape != expected.shape:
+        return (
+            f"its output has shape {tuple(out.shape)}{when}, where {tuple(expected.shape)} is "
+            "expected."
+        )
+    if not _same(out, expected):
+        diff = (out.detach().float() - expected).abs().nan_to_num(float("inf"))
+        return (
+            f"its output differs from the reference's{when} (largest difference "
+            f"{float(diff.max()):.3g})."
+        )
+    return ""
 
 
 def _per_head_args(args: dict) -> dict:
@@ -1165,25 +1576,22 @@ def diagnose(
     ] + ([] if per_head else _wrong_head_counts())  # fmt: skip
     results = {}
     for label, run_args in runs.items():
-        if per_head:
-            call_args = _per_head_args(run_args)
-        elif not mask:  # the exercise's function has no mask parameter
-            call_args = {name: a for name, a in run_args.items() if name != "mask"}
-        else:
-            call_args = run_args
+        call_args = _call_args(run_args, mask, per_head)
         when = f" when called {label}" if len(runs) > 1 else ""
         trace, problem = _run(fn, call_args, when, exercise)
         if problem:
             return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
         out, extra = _unpack(trace.result)
+        expected = reference_attention(**run_args)
         if out is None:
             got = type(trace.result).__name__
             missing = " (is its last line a `return`?)" if trace.result is None else ""
             message = (
                 f"✗ Your function returned {got}{missing}; it should return out (B, T, d_model)."
             )
+            if _is_numpy(trace.result):
+                message = _numpy_message(trace.result, expected, "out (B, T, d_model)")
             return _verdict(False, message, echo, note=note)
-        expected = reference_attention(**run_args)
         if out.shape != expected.shape:
             message = (
                 f"✗ Wrong shape {label}: expected (B, T, d_model) = {tuple(expected.shape)}, got "
@@ -1197,8 +1605,21 @@ def diagnose(
         if returned:  # the right output, inside a tuple or a list
             message = _returned_note(returned[0], tuple(expected.shape), right=True)
             return _verdict(False, message, echo)
+        for label, run_args in runs.items():  # the same at the second sizes
+            second = {**_inputs(second=True), "mask": run_args["mask"]}
+            if second["mask"] is not None:
+                second["mask"] = _inputs(second=True)["mask"]
+            when = f" (called {label})" if len(runs) > 1 else ""
+            problem = _second_problem(
+                fn, _call_args(second, mask, per_head), reference_attention(**second), when
+            )
+            if problem:
+                return _verdict(False, _at_second_sizes(exercise, fn, problem), echo, note=note)
         which = "without and with a mask" if len(runs) > 1 else "on fixed inputs"
-        message = f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}."
+        message = (
+            f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}, "
+            f"{_two_sizes(exercise)}."
+        )
         return _verdict(True, message, echo)
     if returned:
         note = "\n  ".join(n for n in (_returned_note(returned[0], (), False), note) if n)
@@ -1208,6 +1629,7 @@ def diagnose(
             for label, (trace, out, extra, _) in results.items()
         ],
         candidates,
+        fn,
     )
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
     trace, out, _, expected = results[label]
@@ -1219,14 +1641,14 @@ def diagnose(
 
 
 # The smaller exercises: name -> (arguments, the stages of its reference, the mistakes that apply)
-def _one_head_args() -> dict:
+def _one_head_args(second: bool = False) -> dict:
+    b, t, d_model, _, d_k, _ = _sizes(second)
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(B, T, D_MODEL, generator=g)
+    x = torch.randn(b, t, d_model, generator=g)
     return {
         "x": x,
         **{
-            n: torch.randn(ONE_HEAD_D_K, D_MODEL, generator=g) / D_MODEL**0.5
-            for n in ("w_q", "w_k", "w_v")
+            n: torch.randn(d_k, d_model, generator=g) / d_model**0.5 for n in ("w_q", "w_k", "w_v")
         },  # fmt: skip
     }
 
@@ -1235,9 +1657,9 @@ def _one_head_stages(x, w_q, w_k, w_v, mistakes=(), given=None) -> dict:
     return attention_stages(x, w_q, w_k, w_v, None, 1, mistakes=mistakes, given=given)
 
 
-def _head_scores_args() -> dict:
+def _head_scores_args(second: bool = False) -> dict:
     """x (2, 5, 12) and one head's w_q, w_k (d_k = 4, d_model = 12) in nn.Linear's layout."""
-    a = _one_head_args()
+    a = _one_head_args(second)
     return {"x": a["x"], "w_q": a["w_q"], "w_k": a["w_k"]}
 
 
@@ -1247,18 +1669,20 @@ def _head_scores_reference(mistake=None, **a) -> torch.Tensor:
     return head_scores_stages(**a, mistakes=() if mistake is None else (mistake,))["out"]
 
 
-def _split_args() -> dict:
+def _split_args(second: bool = False) -> dict:
+    b, t, d_model, heads, _, _ = _sizes(second)
     return {
-        "t": torch.arange(B * T * D_MODEL, dtype=torch.float32).view(B, T, D_MODEL),
-        "num_heads": HEADS,
+        "t": torch.arange(b * t * d_model, dtype=torch.float32).view(b, t, d_model),
+        "num_heads": heads,
     }
 
 
-def _cross_args() -> dict:
+def _cross_args(second: bool = False) -> dict:
     """x (B, T_q = 5, d_model) and a longer context (B, T_k = 7, d_model): a mix-up of the two
     changes the numbers or the shape."""
-    args = {name: a for name, a in _inputs(seed=2).items() if name != "mask"}
-    context = torch.randn(B, CROSS_T_K, D_MODEL, generator=torch.Generator().manual_seed(3))
+    b, _, d_model, _, _, t_k = _sizes(second)
+    args = {name: a for name, a in _inputs(seed=2, second=second).items() if name != "mask"}
+    context = torch.randn(b, t_k, d_model, generator=torch.Generator().manual_seed(3))
     return {"x": args.pop("x"), "context": context, **args}
 
 
@@ -1279,7 +1703,7 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
         _cross_stages,
         (
             *CONTEXT_MISTAKES,
-            *(m for m in _MULTI_HEAD if m != "residual_added"),
+            *_MULTI_HEAD,
             *_wrong_head_counts(),
         ),
     ),
@@ -1311,7 +1735,11 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         if not isinstance(trace.result, torch.Tensor):  # right, inside a tuple or a list
             message = _returned_note(trace.result, tuple(expected.shape), right=True)
             return _verdict(False, message, echo)
-        message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}."
+        second = make_args(second=True)
+        problem = _second_problem(fn, second, stages_of(**second)["out"])
+        if problem:
+            return _verdict(False, _at_second_sizes(name, fn, problem), echo, note=note)
+        message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}, {_two_sizes(name)}."
         return _verdict(True, message, echo)
     if out is None and trace.result is None:
         message = (
@@ -1324,18 +1752,33 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     findings = []
     if out is not None:
         stages_of_args = functools.partial(stages_of, **args)
-        findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates)
+        findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates, fn)
         problem = _numeric_problem(trace.records, out, expected)
         if problem and out.shape == expected.shape and not _explains(findings, out, stages_of_args):
             return _verdict(False, problem, echo, note=note)
     explained = findings and all(f.mistake for f in findings)
+    if out is None and _is_numpy(trace.result):
+        what = EXERCISE_OUT.get(name, ("the result",))[0]
+        message = _numpy_message(
+            trace.result, expected, f"{what}, of shape {tuple(expected.shape)}"
+        )
+        return _verdict(False, message, echo, note=note)
     if out is None or (out.shape != expected.shape and not explained):
         got = tuple(out.shape) if out is not None else type(trace.result).__name__
         message = f"✗ Expected shape {tuple(expected.shape)}, got {got}."
-        if out is not None and _permuted(out, expected):
+        order = _permuted(out, expected) if out is not None else None
+        if order is not None and _rearranges(trace.records):
             message += (
                 " The same numbers with the dims in another order: check which dims your "
                 "transpose swaps."
+            )
+        elif order is not None:
+            moved = [i for i, j in enumerate(order) if i != j]
+            dims = " and ".join(map(str, moved)) if len(moved) == 2 else f"in the order {order}"
+            message += (
+                " The same numbers with the dims in another order: yours are the reference's "
+                f"with dims {dims} {'swapped' if len(moved) == 2 else ''}".rstrip()
+                + ", and your code has no transpose or permute: one is missing."
             )
         elif out is not None and sorted(out.shape) == sorted(expected.shape):
             message += (
@@ -1351,14 +1794,45 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     return _verdict(False, message, echo, findings, note)
 
 
-def _permuted(out: torch.Tensor, expected: torch.Tensor) -> bool:
-    """Whether `out` is `expected` with its dims in another order (a transpose too many)."""
+def _permuted(out: torch.Tensor, expected: torch.Tensor) -> tuple[int, ...] | None:
+    """The order of `expected`'s dims that gives `out` (a transpose too many, or one missing), if
+    `out` holds the same numbers with its dims in another order; else None."""
     if out.dim() != expected.dim() or out.dim() > 5:
-        return False
-    return any(
-        tuple(expected.shape[i] for i in order) == tuple(out.shape)
-        and _same(out, expected.permute(order))
-        for order in itertools.permutations(range(expected.dim()))
+        return None
+    return next(
+        (
+            order for order in itertools.permutations(range(expected.dim()))
+            if tuple(expected.shape[i] for i in order) == tuple(out.shape)
+            and _same(out, expected.permute(order))
+        ),
+        None,
+    )  # fmt: skip
+
+
+_TRANSPOSES = ("transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "get", "einsum")
+
+
+def _rearranges(records: list[Record]) -> bool:
+    """Whether the learner's code transposes or permutes a tensor (x.T and x.mT are "__get__")."""
+    return any(r.op.strip("_") in _TRANSPOSES for r in records)
+
+
+def _is_numpy(result: object) -> bool:
+    return type(result).__module__.split(".")[0] == "numpy"
+
+
+def _numpy_message(result: object, expected: torch.Tensor, what: str) -> str:
+    """For a function that returns a numpy array: say so, and whether its numbers are right."""
+    try:
+        numbers = torch.as_tensor(result)
+        right = numbers.shape == expected.shape and _same(numbers.float(), expected)
+    except Exception:  # noqa: BLE001 - an array torch cannot read
+        right = False
+    same = " Its numbers equal the reference's." if right else ""
+    return (
+        f"✗ Your function returned a numpy array ({type(result).__name__}), not a torch tensor; "
+        f"it should return {what}.{same} Hint: keep the computation in torch (a tensor's "
+        ".numpy() leaves torch), or turn the result back with torch.from_numpy."
     )
 
 
@@ -1382,6 +1856,86 @@ CHECK_SIZES: dict[str, dict[str, int]] = {
     },  # fmt: skip
     "head_scores": {"B": B, "T": T, "d_model": D_MODEL, "d_k": ONE_HEAD_D_K},
 }
+
+
+def _sizes_of(b: int, t: int, d_model: int, heads: int, d_k: int, t_k: int) -> dict:
+    return {
+        "one_head": {"B": b, "T": t, "d_model": d_model, "d_k": d_k},
+        **{
+            name: {"B": b, "T": t, "d_model": d_model, "num_heads": heads, "d_k": d_model // heads}
+            for name in ("loop", "split_heads", "fused", "masked")
+        },  # fmt: skip
+        "cross_attention": {
+            "B": b,
+            "T_q": t,
+            "T_k": t_k,
+            "d_model": d_model,
+            "num_heads": heads,
+            "d_k": d_model // heads,
+        },  # fmt: skip
+        "head_scores": {"B": b, "T": t, "d_model": d_model, "d_k": d_k},
+    }
+
+
+# the second set of sizes, checked once the first gives the right output
+SECOND_CHECK_SIZES: dict[str, dict[str, int]] = _sizes_of(*_sizes(second=True))
+
+
+def _short_sizes(name: str, second: bool = False) -> str:
+    """'B = 2, T = 5, d_model = 12, num_heads = 3, d_k = 4' (the loop: 3 heads)."""
+    sizes = (SECOND_CHECK_SIZES if second else CHECK_SIZES)[name]
+    parts = [f"{key} = {value}" for key, value in sizes.items()]
+    if name == "loop":
+        parts = [p if not p.startswith("num_heads") else f"{sizes['num_heads']} heads"
+                 for p in parts]  # fmt: skip
+    return ", ".join(parts)
+
+
+def _two_sizes(name: str) -> str:
+    """'at two sizes (B = 2, ...; then B = 1, ...)', for a ✓."""
+    return f"at two sizes ({_short_sizes(name)}; then {_short_sizes(name, True)})"
+
+
+def _numbers_in(fn: Callable, name: str) -> str:
+    """'2 (B, √d_k), 3 (num_heads)': the numbers written in the function's code that equal a size
+    of the first check, in the order they appear; '' if none."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    sizes = dict(CHECK_SIZES[name])
+    meaning: dict[float, list[str]] = {}
+    for key, value in sizes.items():
+        meaning.setdefault(value, []).append(key)
+    if "d_k" in sizes and name != "split_heads":  # the scale's √d_k
+        meaning.setdefault(sizes["d_k"] ** 0.5, []).append("√d_k")
+    found, todo = [], [code]
+    while todo:
+        current = todo.pop(0)
+        for ins in dis.get_instructions(current):
+            values = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+            if ins.opname.startswith(("LOAD_CONST", "LOAD_SMALL_INT", "RETURN_CONST")):
+                at = ins.positions
+                where = (at.lineno or 0, at.col_offset or 0) if at else (0, 0)
+                found += [(where, v) for v in values if isinstance(v, int | float)
+                          and not isinstance(v, bool) and v in meaning]  # fmt: skip
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    numbers = list(dict.fromkeys(v for _, v in sorted(found, key=lambda item: item[0])))
+    return ", ".join(f"{n:g} ({', '.join(meaning[n])})" for n in numbers)
+
+
+def _at_second_sizes(name: str, fn: Callable, problem: str) -> str:
+    """The message for code right at the first sizes and not at the second."""
+    numbers = _numbers_in(fn, name)
+    question = "does it hard-code a size, or compute one that holds only at these sizes?"
+    if numbers:
+        question += (
+            f" Numbers written in your code that equal a size of the first check: {numbers}."
+        )
+    return (
+        f"✗ Right at the check's first sizes ({_short_sizes(name)}), but not at a second set "
+        f"({_short_sizes(name, True)}): {problem} Your function is right only at the stated "
+        f"sizes: {question}"
+    )
 
 
 def check_sizes(name: str) -> str:

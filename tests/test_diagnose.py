@@ -327,7 +327,8 @@ def diagnose_inputs_mask() -> torch.Tensor:
     seen = {}
 
     def spy(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-        seen["mask"] = mask
+        if mask is not None:  # the first mask: the check then runs at a second size
+            seen.setdefault("mask", mask)
         return reference_attention(x, w_q, w_k, w_v, w_o, num_heads, mask)
 
     diagnose(spy, echo=False)
@@ -496,7 +497,9 @@ def test_the_loop_exercise_takes_per_head_lists_and_no_mask(mistake):
     assert result.ok == (mistake is None) and result.mistake == mistake, result.message
     if mistake is None:
         assert result.message == (
-            "✓ Your attention matches the reference within atol 1e-04, on fixed inputs."
+            "✓ Your attention matches the reference within atol 1e-04, on fixed inputs, at two "
+            "sizes (B = 2, T = 5, d_model = 12, 3 heads, d_k = 4; then B = 1, T = 3, "
+            "d_model = 16, 2 heads, d_k = 8)."
         )
 
 
@@ -621,7 +624,10 @@ def test_the_head_scores_reference_is_the_modules_scores_float64():
 @pytest.mark.parametrize("style", ["matmul", "einsum"])
 def test_the_head_scores_exercise_accepts_both_styles(style):
     result = check_exercise(scores_learner(style=style), "head_scores", echo=False)
-    assert result.ok and result.message == "✓ Correct: equal to the reference within atol 1e-04."
+    assert result.ok and result.message == (
+        "✓ Correct: equal to the reference within atol 1e-04, at two sizes (B = 2, T = 5, "
+        "d_model = 12, d_k = 4; then B = 1, T = 3, d_model = 16, d_k = 8)."
+    )
 
 
 @pytest.mark.parametrize("mistake", [*CIRCUIT_MISTAKES, "no_scaling", "scaled_by_d_model"])
@@ -981,3 +987,252 @@ def test_values_made_with_w_q_say_what_they_equal_without_the_layout_hint():
     message = diagnose(v_from_w_q, echo=False).message
     assert "yours equal the reference's queries q = x·W^Q" in message
     assert "`v = (x @ w_q.T)" in message and "x @ w.T" not in message
+
+
+# --- a new learner's report: messages that said false things (P1–P9, m1, m2, m5, m6) ---------
+
+
+def assert_says(message: str, says: tuple = (), never: tuple = ()) -> None:
+    for text in says:
+        assert text in message, f"{text!r} missing from:\n{message}"
+    for text in never:
+        assert text not in message, f"{text!r} in:\n{message}"
+
+
+@pytest.mark.parametrize(
+    ("fn", "check"),
+    [
+        (learner_code.fused_05_merge_order_one_line, "fused"),
+        (learner_code.fused_05_merge_order_two_lines, "fused"),
+        (learner_code.fused_05_merge_permute, "fused"),
+        (learner_code.cross_09_merge_permute, "cross_attention"),
+    ],
+    ids=["05 one line", "05 two lines", "05 permute", "09 permute"],
+)
+def test_p1_heads_merged_in_the_wrong_order_are_the_merge_not_a_missing_w_o(fn, check):
+    if check == "fused":
+        result = diagnose(fn, echo=False, mask=False)
+    else:
+        result = check_exercise(fn, check, echo=False)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert_says(
+        result.message,
+        says=("Your heads put back side by side differ", "in another order"),
+        never=("w_o_missing", "W^O is never applied", "w_o.T`\n"),
+    )
+
+
+def test_p2_cat_on_the_batch_dim_is_the_merge_not_the_heads():
+    fn = learner_code.loop_02_cat_on_the_batch_then_view
+    result = diagnose(fn, echo=False, per_head=True)
+    assert lines_in(result.message) == marked_lines(fn), result.message
+    assert_says(
+        result.message,
+        says=("Your heads put back side by side differ",),
+        never=("heads' outputs", "queries cut into heads", "the q,k,v line", "line 4"),
+    )
+
+
+def test_p3_a_mask_the_check_did_not_ask_for_is_named_on_its_line_never_a_scale():
+    fn = learner_code.masked_06_extra_causal_mask
+    result = diagnose(fn, echo=False)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert_says(
+        result.message,
+        says=("masked that the reference keeps", "a mask the check did not ask for"),
+        never=("× 2", "× 0.5", "another scale", "the scale on this line", "scaled"),
+    )
+
+
+def test_p4_a_masked_fill_whose_result_is_dropped_is_the_mask_with_no_effect():
+    fn = learner_code.masked_06_masked_fill_result_dropped
+    result = diagnose(fn, echo=False)
+    assert result.mistakes == ("mask_ignored",), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert_says(
+        result.message,
+        says=("the mask has no effect", "masked_fill returns a new tensor", "masked_fill_"),
+        never=("matches no known mistake", "softmax"),
+    )
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [learner_code.one_head_01_weights_mT, learner_code.one_head_01_weights_transposed_on_return],
+    ids=["out = weights.mT @ v", "return weights.transpose(-2, -1) @ v"],
+)
+def test_p5_right_weights_used_transposed_is_the_output_on_its_line(fn):
+    result = check_exercise(fn, "one_head", echo=False)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    weights_line = marked_lines(fn)[0] - 1
+    assert_says(
+        result.message,
+        says=("Your output (weights·v) differs", f"the tensor made on line {weights_line}"),
+        never=("Your weights", "cannot tell", "this line: what goes in", "softmax on this line"),
+    )
+
+
+def test_p5_a_hint_never_says_this_line_when_no_line_is_given():
+    from helpers.diagnose import Finding, _message
+
+    message = _message([Finding(None, "weights", None)])
+    assert "cannot tell which line" in message and "this line" not in message, message
+
+
+def test_p6_a_notebook_d_k_is_a_divisor_not_a_claim_that_d_k_divides():
+    fn = learner_code.loop_02_global_d_k
+    result = diagnose(fn, echo=False, per_head=True)
+    assert lines_in(result.message) == marked_lines(fn), result.message
+    assert_says(
+        result.message,
+        says=(
+            "The scores are divided by 4, where the reference divides them by √d_k = 2",
+            "yours are the reference's × 0.5",
+            "Note: your function reads d_k (= 16) from outside it",
+        ),
+        never=("scaled_by_d_k", "divided by d_k", "right power of d_k"),
+    )
+
+
+def test_p6_scores_transposed_on_the_return_line_are_not_a_reversed_w_qk():
+    fn = learner_code.head_scores_12_scores_transposed
+    result = check_exercise(fn, "head_scores", echo=False)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert_says(
+        result.message,
+        says=("yours are the reference's transposed", "transposes on this line"),
+        never=("w_qk_reversed", "order in your W_QK", "W^K·W^Qᵀ"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("fn", "check", "also"),
+    [
+        (learner_code.fused_05_q_and_k_both_scaled, "fused", "also scales on line "),
+        (learner_code.loop_02_q_and_k_scaled_in_the_projection, "loop", ""),
+        (
+            learner_code.head_scores_12_w_qk_scaled_and_scores_scaled,
+            "head_scores",
+            "also scales on line ",
+        ),
+    ],  # fmt: skip
+    ids=["05 q and k", "02 q and k", "12 W_QK and scores"],
+)
+def test_p7_a_scale_applied_twice_is_placed_where_the_first_extra_scale_is(fn, check, also):
+    if check == "fused":
+        result = diagnose(fn, echo=False, mask=False)
+    elif check == "loop":
+        result = diagnose(fn, echo=False, per_head=True)
+    else:
+        result = check_exercise(fn, check, echo=False)
+    assert result.mistakes == (None,), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    if also:
+        assert f"{also}{marked_lines(fn)[0] + 1}" in result.message
+    assert_says(
+        result.message,
+        says=("yours are the reference's × 0.5", "divides only the scores, by √d_k = 2, once"),
+        never=("scaled_by_d_k", "divided by d_k", "right power of d_k"),
+    )
+
+
+def test_p8_split_with_num_heads_is_a_chunk_size_not_an_h_from_another_cell():
+    fn = learner_code.split_03_split_takes_a_size
+    result = check_exercise(fn, "split_heads", echo=False)
+    assert result.mistakes == ("num_heads_4",), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert_says(
+        result.message,
+        says=("Tensor.split(n, dim) cuts pieces of n features each, not n pieces", "chunk("),
+        never=("another cell", "left over", "Note:", "not a number"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("fn", "check", "numbers"),
+    [
+        (learner_code.one_head_01_divided_by_2, "one_head", "2 (B, √d_k)"),
+        (
+            learner_code.split_03_hard_coded_sizes,
+            "split_heads",
+            "2 (B), 5 (T), 3 (num_heads), 4 (d_k)",
+        ),
+        (learner_code.fused_05_three_heads_and_2_written_in, "fused", "3 (num_heads), 2 (B, √d_k)"),
+    ],  # fmt: skip
+    ids=["01 / 2", "03 view(2, 5, 3, 4)", "05 view(B, T, 3, -1) / 2"],
+)
+def test_p9_code_right_only_at_the_stated_sizes_gets_no_tick(fn, check, numbers):
+    if check == "fused":
+        result = diagnose(fn, echo=False, mask=False)
+    else:
+        result = check_exercise(fn, check, echo=False)
+    assert not result.ok, result.message
+    assert_says(
+        result.message,
+        says=(
+            "✗ Right at the check's first sizes (B = 2, T = 5, d_model = 12",
+            "but not at a second set (B = 1, T = 3, d_model = 16",
+            "right only at the stated sizes: does it hard-code a size",
+            f"equal a size of the first check: {numbers}.",
+        ),
+        never=("✓",),
+    )
+
+
+def test_p9_correct_code_in_every_style_is_ticked_at_two_sizes():
+    for fn in learner_code.CORRECT:
+        message = diagnose(fn, echo=False).message
+        assert message.startswith("✓") and "at two sizes (B = 2, T = 5" in message, message
+        assert "then B = 1, T = 3, d_model = 16, num_heads = 2, d_k = 8)" in message
+    for name, fn in (("one_head", learner_code.one_head_01_weights_mT),):
+        assert not check_exercise(fn, name, echo=False).ok
+
+
+@pytest.mark.parametrize(
+    ("fn", "check", "shape"),
+    [
+        (learner_code.one_head_01_numpy, "one_head", "(2, 5, 4)"),
+        (learner_code.split_03_numpy, "split_heads", "(2, 3, 5, 4)"),
+        (learner_code.head_scores_12_numpy, "head_scores", "(2, 5, 5)"),
+    ],
+    ids=["01", "03", "12"],
+)
+def test_m1_a_numpy_array_returned_is_said_to_be_one(fn, check, shape):
+    message = check_exercise(fn, check, echo=False).message
+    assert_says(
+        message,
+        says=("returned a numpy array (ndarray), not a torch tensor", shape, "torch.from_numpy"),
+        never=("Expected shape", "got ndarray"),
+    )
+
+
+def test_m2_a_missing_transpose_is_not_a_transpose_that_swaps_the_wrong_dims():
+    message = check_exercise(learner_code.split_03_no_transpose, "split_heads", echo=False).message
+    assert_says(
+        message,
+        says=("dims 1 and 2 swapped", "no transpose or permute: one is missing"),
+        never=("your transpose",),
+    )
+
+
+def test_m5_a_mask_multiplied_in_gets_a_hint_for_any_way_of_masking():
+    fn = learner_code.masked_06_multiplied_by_the_mask
+    result = diagnose(fn, echo=False)
+    assert result.mistakes == ("mask_filled_with_zero",), result.message
+    assert lines_in(result.message) == marked_lines(fn)
+    assert_says(
+        result.message,
+        says=("the value a masked score gets on this line",),
+        never=("masked_fill",),
+    )
+
+
+def test_m6_09_names_the_residual_too():
+    fn = learner_code.cross_09_residual
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert result.mistakes == ("residual_added",), result.message
+    assert lines_in(result.message) == marked_lines(fn)
