@@ -238,7 +238,10 @@ class Saturation:
     - grad_norm: ‖∂L/∂scores‖, the gradient the softmax passes back to its input (the scores after
       any division; 0 if one-hot);
     - query_grad: ‖∂L/∂q‖, the gradient that reaches the query, through the division if there is
-      one (W^Q's gradient is xᵀ times it);
+      one (W^Q's gradient is xᵀ times it), its mean over the rows;
+    - query_grad_median: its median over the rows (the typical row: without the division the mean
+      is carried by the few rows whose top two scores nearly tie);
+    - query_grad_small: the share of rows whose ‖∂L/∂q‖ is below 0.01;
     - others_share: the share of Σ_j |∂L/∂s_j| that reaches the T − 2 keys other than the two
       with the largest weights ((T − 2)/T if all got the same; 0 if only two keys get any).
     """
@@ -247,6 +250,8 @@ class Saturation:
     entropy: float
     grad_norm: float
     query_grad: float
+    query_grad_median: float
+    query_grad_small: float
     others_share: float
 
 
@@ -255,7 +260,8 @@ def softmax_saturation(
 ) -> Saturation:
     """Rows softmax(q·k_j / √d_k) (or without the division) for n queries over T keys, entries of
     unit variance, measured in float64: how peaked they are, and how much gradient reaches the
-    scores, the query, and the keys other than the top two."""
+    scores, the query (mean, median, share of rows below 0.01), and the keys other than the top
+    two."""
     q, k = _features((n, 1), d_k, seed).double(), _features((n, T), d_k, seed + 1).double()
     q.requires_grad_(True)
     raw = (q @ k.transpose(-2, -1)).squeeze(1)  # (n, T): q · k_j
@@ -268,11 +274,14 @@ def softmax_saturation(
     size = grad.abs()  # (n, T): how much gradient each key's score gets
     by_weight = size.gather(-1, w.argsort(-1, descending=True))  # largest weight first
     others = by_weight[:, 2:].sum(-1) / size.sum(-1)  # (n,): beyond the top two
+    q_norm = grad_q.squeeze(1).norm(dim=-1)  # (n,): ‖∂L/∂q‖ of each row
     return Saturation(
         max_weight=float(w.max(-1).values.mean()),
         entropy=float(entropy.mean()),
         grad_norm=float(grad.norm(dim=-1).mean()),
-        query_grad=float(grad_q.squeeze(1).norm(dim=-1).mean()),
+        query_grad=float(q_norm.mean()),
+        query_grad_median=float(q_norm.median()),
+        query_grad_small=float((q_norm < 0.01).double().mean()),
         others_share=float(others.mean()),
     )
 

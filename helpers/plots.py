@@ -395,22 +395,28 @@ def timings(
 def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: int) -> Figure:
     """One panel per measure against d_k (log axis), one line per label in `series`:
     {label: {measure: [one value per d_k], ...}}, the measures of `experiment.Saturation`, drawn
-    in the order given. Dotted lines mark a uniform row and a one-hot one where they are known."""
+    in the order given. Dotted lines mark a uniform row and a one-hot one where they are known.
+    A "query_grad_median" measure is drawn dashed in the "query_grad" panel (solid: the mean)."""
     known = {
         "max_weight": ("largest weight in a row", [(1 / T, f"uniform: 1/{T}"), (1.0, "one-hot")]),
         "entropy": ("row entropy (nats)", [(math.log(T), f"uniform: ln {T}"), (0, "one-hot")]),
         "grad_norm": ("gradient norm into the scores", [(0, "one-hot")]),
         "query_grad": ("gradient norm into q", []),
+        "query_grad_both": ("gradient norm into q:\nmean (solid), median (dashed)", []),
         "others_share": (f"share of the scores' gradient for\nthe {T - 2} keys below the top two",
                          [((T - 2) / T, "uniform"), (0, "one-hot")]),
     }  # fmt: skip
-    fields = list(next(iter(series.values())))
+    fields = [f for f in next(iter(series.values())) if f != "query_grad_median"]
+    median = "query_grad_median" in next(iter(series.values()))
     fig = Figure(figsize=(3.3 * len(fields), 3.9), layout="constrained")
     axes = fig.subplots(1, len(fields))
     for ax, field in zip(axes, fields):
-        label, marks = known[field]
+        both = field == "query_grad" and median
+        label, marks = known["query_grad_both" if both else field]
         for (name, values), colour in zip(series.items(), HEAD_COLOURS):
             ax.plot(d_ks, values[field], "o-", color=colour, lw=2, ms=6, label=name)
+            if both:
+                ax.plot(d_ks, values["query_grad_median"], "s--", color=colour, lw=2, ms=5)
         for y, text in marks:
             ax.axhline(y, color="#555", lw=1, ls=":")
             ax.text(d_ks[0], y, f" {text}", va="bottom", fontsize=FONT - 2, color="#555")

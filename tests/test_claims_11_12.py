@@ -44,12 +44,13 @@ from helpers.layouts import (
 
 D_KS = [4, 16, 64, 256]
 MEASURES = ("max_weight", "entropy", "grad_norm", "others_share", "query_grad")
+Q_SPREAD = ("query_grad_median", "query_grad_small")
 WORDS = tokens(SENTENCE)
 
 
 def _series(scaled: bool) -> dict[str, list[float]]:
     rows = [softmax_saturation(d_k, scaled=scaled, T=16) for d_k in D_KS]
-    return {m: [getattr(r, m) for r in rows] for m in MEASURES}
+    return {m: [getattr(r, m) for r in rows] for m in MEASURES + Q_SPREAD}
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +99,9 @@ def test_11_fresh_layers_sigma2_third_and_half_fails_for_the_layers_swapped():
 
 def test_11_scaled_rows_flat_fails_without_the_division(saturation):
     scaled, unscaled = saturation
-    check_scaled_rows_flat(D_KS, scaled)
+    check_scaled_rows_flat(D_KS, {m: scaled[m] for m in MEASURES})  # the notebook's table
     with pytest.raises(AssertionError, match="max_weight from 0.43 to 0.92"):
-        check_scaled_rows_flat(D_KS, unscaled)  # labelled ÷ √d_k, computed without it
+        check_scaled_rows_flat(D_KS, {m: unscaled[m] for m in MEASURES})  # computed without it
 
 
 def test_11_unscaled_saturates_fails_with_the_division(saturation):
@@ -122,9 +123,20 @@ def test_11_query_gradient_larger_without_the_division_fails_with_labels_swapped
 ):
     scaled, unscaled = saturation
     check_query_gradient(D_KS, scaled, unscaled)
-    assert "‖∂L/∂q‖ 4.4× larger (1.26 vs 0.28)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "mean 4.4× larger (1.26 vs 0.28), median 5.3× smaller (0.050 vs 0.265)" in out
+    assert "rows below 0.01: 40 % (÷ √d_k: 0 %)" in out
     with pytest.raises(AssertionError, match="expected smaller, then larger"):
         check_query_gradient(D_KS, unscaled, scaled)
+
+
+def test_11_query_gradient_fails_when_the_typical_row_gets_more_too(saturation):
+    """The claim is about the typical row as well as the mean: rows that all got the mean's
+    gradient (no row near 0) would fail it."""
+    scaled, unscaled = saturation
+    even = {**unscaled, "query_grad_median": unscaled["query_grad"], "query_grad_small": [0.0] * 4}
+    with pytest.raises(AssertionError, match="expected a smaller median and more such rows"):
+        check_query_gradient(D_KS, scaled, even)
 
 
 def test_11_query_gradient_is_the_scores_gradient_through_the_division():
