@@ -803,7 +803,7 @@ class ScalingExplorer(_Panel):
             ("gradient into the scores", *(f"{s.grad_norm:.3f}" for s in stats)),
             (f"… its share for the {T_k - 2} keys below the top 2",
              *(f"{100 * s.others_share:.0f} %" for s in stats)),
-            ("gradient into q", *(f"{s.query_grad:.3f}" for s in stats)),
+            ("gradient into q (mean over rows)", *(f"{s.query_grad:.3f}" for s in stats)),
         ]  # fmt: skip
         off = abs(variance / d_k - 1)
         mark = "✓" if off < 0.05 else "✗"
