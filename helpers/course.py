@@ -181,7 +181,9 @@ def sync_working_copy(source: Path, copy: Path) -> list[str]:
     - a file the course changed replaces the copy's if the learner changed nothing in it but
       outputs (they only ran it);
     - a notebook whose cells the learner edited is kept; the course's new version goes beside it
-      as NAME.updated.ipynb, once per course version.
+      as NAME.updated.ipynb, once per course version;
+    - a file the course no longer has (a notebook renamed or split) is removed from the copy if the
+      learner changed nothing in it but outputs, and kept otherwise.
     Files the learner made are never touched. Returns one line per change, for the terminal.
     """
     copy.mkdir(parents=True, exist_ok=True)
@@ -208,6 +210,14 @@ def sync_working_copy(source: Path, copy: Path) -> list[str]:
                     f"kept your edits in {path.name}; the course's new version: {aside.name}"
                 )
         record[path.name] = course
+    names = {p.name for p in source.iterdir()}
+    for name in sorted(n for n in record if ":" not in n and n not in names):
+        target, was = copy / name, record.pop(name)
+        if target.exists() and _digest(target) == was:  # only run: the course's copy, retired
+            target.unlink()
+            said.append(f"removed: {name} (no longer in the course; see the README's notebooks)")
+        elif target.exists():
+            said.append(f"kept your edits in {name}, which the course no longer has")
     record_path.write_text(json.dumps(record, indent=1, sort_keys=True), encoding="utf-8")
     return said
 

@@ -116,6 +116,28 @@ def test_the_working_copy_gets_new_notebooks_and_keeps_a_students_edits(tmp_path
     assert course.sync_working_copy(source, copy) == ["new: 03_c.ipynb"]
 
 
+def test_a_renumbered_course_removes_only_run_copies_and_keeps_edited_ones(tmp_path):
+    source, copy = tmp_path / "notebooks", tmp_path / "my-notebooks"
+    source.mkdir()
+    _notebook(source / "02_b.ipynb", "y = 2")
+    _notebook(source / "03_c.ipynb", "w = 4")
+    course.sync_working_copy(source, copy)
+    _notebook(copy / "02_b.ipynb", "y = 2", outputs=True)  # only run
+    _notebook(copy / "03_c.ipynb", "w = 4  # my note")  # edited
+    (source / "02_b.ipynb").rename(source / "04_b.ipynb")  # the course renumbers both
+    (source / "03_c.ipynb").rename(source / "05_c.ipynb")
+    said = course.sync_working_copy(source, copy)
+    assert said == [
+        "new: 04_b.ipynb",
+        "new: 05_c.ipynb",
+        "removed: 02_b.ipynb (no longer in the course; see the README's notebooks)",
+        "kept your edits in 03_c.ipynb, which the course no longer has",
+    ]
+    assert not (copy / "02_b.ipynb").exists()
+    assert "my note" in course.notebook_text(copy / "03_c.ipynb")
+    assert course.sync_working_copy(source, copy) == []  # said once
+
+
 def test_what_run_all_changes_is_not_an_edit(tmp_path):
     ran = course.notebook_text(_notebook(tmp_path / "a.ipynb", "x = 1", outputs=True))
     assert ran == course.notebook_text(_notebook(tmp_path / "b.ipynb", "x = 1"))
