@@ -1,5 +1,5 @@
 """Small experiments: two tasks, each trained on CPU in about a second, and the measurements
-behind the √d_k in the scores and dropout on the weights (notebook 11), with the checks behind
+behind the √d_k in the scores and dropout on the weights (notebooks 02 and 07), with the checks behind
 11's ✓ lines: each prints one line naming what it compared, or raises AssertionError saying what
 came instead (`tests/test_claims_11_12.py` feeds each one a wrong measurement).
 

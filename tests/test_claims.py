@@ -1,5 +1,6 @@
-"""Each ✓ that stands for a claim in notebooks 01–07 and 09 can fail: the same check the notebook
-calls, fed the object it passes and a wrong one (one test per claim, named after the notebook)."""
+"""Each ✓ that stands for a claim in notebooks 01, 03, 04, 06 and 10–12 can fail: the same check
+the notebook calls, fed the object it passes and a wrong one (one test per claim, named after the
+notebook)."""
 
 import pytest
 import torch
@@ -52,18 +53,18 @@ def test_01_linear_layout_fails_for_the_x_w_layout():
         check_linear_layout(_RowLinear(16, 8), torch.randn(1, 7, 16), "w_q")
 
 
-def test_02_separate_matrices_passes_for_per_head_attention(capsys):
+def test_03_separate_matrices_passes_for_per_head_attention(capsys):
     check_separate_matrices(seeded_attention(64, 4, per_head=True))
     assert "✓ 12 = 3h weight tensors in the heads, no two sharing memory" in capsys.readouterr().out
 
 
-def test_02_separate_matrices_fails_when_heads_share_k_and_v():
+def test_03_separate_matrices_fails_when_heads_share_k_and_v():
     grouped = PerHeadMultiHeadAttention(64, 4, num_kv_heads=1)  # K, V shared by all heads
     with pytest.raises(AssertionError, match="12 weights sit in only 6 separate blocks"):
         check_separate_matrices(grouped)
 
 
-def test_02_separate_matrices_fails_for_views_of_one_matrix():
+def test_03_separate_matrices_fails_for_views_of_one_matrix():
     per_head = PerHeadMultiHeadAttention(16, 2)
     big = torch.randn(16, 16)  # one (d_model, d_model) W^Q, its rows cut into the two heads
     for i, head in enumerate(per_head.heads):
@@ -72,7 +73,7 @@ def test_02_separate_matrices_fails_for_views_of_one_matrix():
         check_separate_matrices(per_head)
 
 
-def test_02_separate_matrices_fails_for_a_wrong_shape():
+def test_03_separate_matrices_fails_for_a_wrong_shape():
     per_head = PerHeadMultiHeadAttention(16, 2)
     per_head.heads[0].w_v = nn.Linear(16, 4, bias=False)
     with pytest.raises(AssertionError, match=r"shapes \[\(4, 16\), \(8, 16\)\]"):
@@ -81,24 +82,24 @@ def test_02_separate_matrices_fails_for_a_wrong_shape():
 
 @pytest.mark.parametrize("per_head", [True, False])
 @pytest.mark.parametrize("h", [1, 2, 4, 8])
-def test_02_03_four_d_model_squared_for_every_h(per_head, h, capsys):
+def test_03_04_four_d_model_squared_for_every_h(per_head, h, capsys):
     module = seeded_attention(32, h, per_head=per_head)
     assert check_parameter_count(module) == 4 * 32**2
     assert "✓ 4,096 parameters = 4·d_model² = 4·32²" in capsys.readouterr().out
 
 
-def test_02_four_d_model_squared_plus_biases(capsys):
+def test_03_four_d_model_squared_plus_biases(capsys):
     assert check_parameter_count(PerHeadMultiHeadAttention(64, 4, bias=True)) == 4 * 64**2 + 4 * 64
     assert "= 4·d_model² = 4·64² + 4·d_model = 4·64 biases" in capsys.readouterr().out
 
 
-def test_05_four_d_model_squared_fails_when_d_k_is_not_d_model_over_h():
+def test_04_four_d_model_squared_fails_when_d_k_is_not_d_model_over_h():
     wide = PerHeadMultiHeadAttention(32, 4, d_k=16)  # h·d_k = 64
     with pytest.raises(AssertionError, match="the module has 8,192"):
         check_parameter_count(wide)
 
 
-def test_05_four_d_model_squared_fails_when_only_some_layers_have_biases():
+def test_03_four_d_model_squared_fails_when_only_some_layers_have_biases():
     module = FusedMultiHeadAttention(32, 4)
     module.w_o = nn.Linear(32, 32)  # a bias on W^O only: 32 more, not 4·32
     with pytest.raises(AssertionError, match="the module has 4,128"):
@@ -114,7 +115,7 @@ def _maps(T: int, looks_at) -> torch.Tensor:
     return w
 
 
-def test_04_two_place_roles_pass_for_a_previous_head_and_a_first_head(capsys):
+def test_10_two_place_roles_pass_for_a_previous_head_and_a_first_head(capsys):
     two = torch.cat([_maps(8, lambda t: t - 1), _maps(8, lambda t: 0)], dim=1)
     one = (_maps(8, lambda t: t - 1) + _maps(8, lambda t: 0)) / 2
     check_two_place_roles(one, two)
@@ -123,21 +124,21 @@ def test_04_two_place_roles_pass_for_a_previous_head_and_a_first_head(capsys):
     assert "✓ 1 head: 0.50 on the previous position and 0.50 on position 0, split" in out
 
 
-def test_04_two_place_roles_fail_when_both_heads_look_at_the_previous_position():
+def test_10_two_place_roles_fail_when_both_heads_look_at_the_previous_position():
     two = torch.cat([_maps(8, lambda t: t - 1), _maps(8, lambda t: t - 1)], dim=1)
     one = (_maps(8, lambda t: t - 1) + _maps(8, lambda t: 0)) / 2
     with pytest.raises(AssertionError, match="each place needs its own head"):
         check_two_place_roles(one, two)
 
 
-def test_04_two_place_roles_fail_when_the_maps_are_shifted():
+def test_10_two_place_roles_fail_when_the_maps_are_shifted():
     two = torch.cat([_maps(8, lambda t: max(t - 2, 0)), _maps(8, lambda t: 0)], dim=1)
     one = (_maps(8, lambda t: t - 1) + _maps(8, lambda t: 0)) / 2
     with pytest.raises(AssertionError, match="on the previous position per head"):
         check_two_place_roles(one, two)
 
 
-def test_04_two_place_roles_fail_when_the_one_head_does_not_split():
+def test_10_two_place_roles_fail_when_the_one_head_does_not_split():
     two = torch.cat([_maps(8, lambda t: t - 1), _maps(8, lambda t: 0)], dim=1)
     with pytest.raises(AssertionError, match="one head splits its weight"):
         check_two_place_roles(_maps(8, lambda t: t - 1), two)
@@ -147,7 +148,7 @@ def _grads(module):
     return {name: p.grad for name, p in module.named_parameters()}
 
 
-def test_05_every_gradient_compared_passes_for_fuse_of_per_head(capsys):
+def test_06_every_gradient_compared_passes_for_fuse_of_per_head(capsys):
     per_head = PerHeadMultiHeadAttention(16, 2, bias=True)
     fused = fuse(per_head)
     x = torch.randn(1, 5, 16)
@@ -191,24 +192,24 @@ FOUND = {"previous token": 0.9, "next token": 0.6, "[CLS]": 0.8, "same word else
 GOOD = {"previous_token": 1.0, "next_token": 0.74, "[CLS]": 0.89, "same_word_elsewhere": 0.46}
 
 
-def test_07_head_patterns_pass_for_minilm_like_scores(capsys):
+def test_11_head_patterns_pass_for_minilm_like_scores(capsys):
     check_head_patterns(_patterns(**GOOD), FOUND, {"[SEP]": 0.5, "itself": 0.5})
     assert "✓ no head gives [SEP] or itself as much as its threshold" in capsys.readouterr().out
 
 
-def test_07_head_patterns_fail_when_a_head_looks_mostly_at_sep():
+def test_11_head_patterns_fail_when_a_head_looks_mostly_at_sep():
     scores = _patterns(**GOOD, **{"[SEP]": 0.8})
     with pytest.raises(AssertionError, match=r"no head looks mostly at \[SEP\]: one head gives"):
         check_head_patterns(scores, FOUND, {"[SEP]": 0.5, "itself": 0.5})
 
 
-def test_07_head_patterns_fail_when_no_head_looks_at_the_next_token():
+def test_11_head_patterns_fail_when_no_head_looks_at_the_next_token():
     scores = _patterns(**(GOOD | {"next_token": 0.3}))
     with pytest.raises(AssertionError, match="a head for next token: the best head gives it 0.30"):
         check_head_patterns(scores, FOUND, {"[SEP]": 0.5})
 
 
-def test_07_head_patterns_fail_when_every_head_does_the_same():
+def test_11_head_patterns_fail_when_every_head_does_the_same():
     scores = _patterns(**GOOD)
     scores["same word elsewhere"] = torch.full((6, 12), 0.46)  # the best head is the mean head
     with pytest.raises(AssertionError, match="not above 4× the mean head"):
@@ -223,12 +224,12 @@ def _anti(B: int, h: int, T: int, on: float) -> torch.Tensor:
     return w
 
 
-def test_09_anti_diagonal_passes_on_every_sequence(capsys):
+def test_12_anti_diagonal_passes_on_every_sequence(capsys):
     check_anti_diagonal(_anti(4, 2, 8, 0.95))
     assert "(lowest 0.95), and at least 90% in 100% of the 64 cases" in capsys.readouterr().out
 
 
-def test_09_anti_diagonal_fails_when_one_sequence_looks_elsewhere():
+def test_12_anti_diagonal_fails_when_one_sequence_looks_elsewhere():
     w = _anti(4, 2, 8, 0.95)
     w[3, 1] = torch.eye(8)  # one sequence, one head: the diagonal, not the anti-diagonal
     # the mean over the 4 sequences still puts 0.71 on the anti-diagonal; the check is per sequence
@@ -237,12 +238,12 @@ def test_09_anti_diagonal_fails_when_one_sequence_looks_elsewhere():
         check_anti_diagonal(w)
 
 
-def test_09_anti_diagonal_fails_when_too_few_cases_reach_90_percent():
+def test_12_anti_diagonal_fails_when_too_few_cases_reach_90_percent():
     with pytest.raises(AssertionError, match="0% of the cases reach 0.9"):
         check_anti_diagonal(_anti(4, 2, 8, 0.6))
 
 
-def test_05_key_bias_gets_no_gradient_but_the_query_bias_does():
+def test_06_key_bias_gets_no_gradient_but_the_query_bias_does():
     """05 checks W^K's bias gradient against 0 within 1e-6; the same check fails on W^Q's bias."""
     from helpers.checks import check_close
 
@@ -255,20 +256,20 @@ def test_05_key_bias_gets_no_gradient_but_the_query_bias_does():
         check_close(module.w_q.bias.grad, zero, "W^Q's bias gets no gradient", atol=1e-6)
 
 
-def test_05_wide_heads_count_4_h_d_k_d_model(capsys):
+def test_04_wide_heads_count_4_h_d_k_d_model(capsys):
     wide = PerHeadMultiHeadAttention(32, 4, d_k=16)
     assert check_parameter_count(wide, tied=False) == 4 * 4 * 16 * 32
     assert "✓ 8,192 parameters = 4·h·d_k·d_model = 4·4·16·32" in capsys.readouterr().out
 
 
-def test_05_wide_heads_count_fails_when_w_o_is_square():
+def test_04_wide_heads_count_fails_when_w_o_is_square():
     wide = PerHeadMultiHeadAttention(32, 4, d_k=16)
     wide.w_o = nn.Linear(32, 32, bias=False)  # W^O not widened to h·d_k inputs
     with pytest.raises(AssertionError, match="the module has 7,168"):
         check_parameter_count(wide, tied=False)
 
 
-def test_04_outputs_differ_fails_at_h_1():
+def test_10_outputs_differ_fails_at_h_1():
     x = torch.randn(1, 7, 48)
     one, same = seeded_attention(48, 1), seeded_attention(48, 1)
     with pytest.raises(AssertionError, match="the largest difference is 0, not above 0.1"):
@@ -283,7 +284,7 @@ def two_place_runs():
     return train_two_place(num_heads=1), train_two_place(num_heads=2)
 
 
-def test_04_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
+def test_10_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
     check_two_heads_win(*two_place_runs)
     assert (
         "one head\n  still misses the first token at 25% of the positions"
@@ -291,13 +292,13 @@ def test_04_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
     )
 
 
-def test_04_two_heads_win_fails_with_the_runs_swapped(two_place_runs):
+def test_10_two_heads_win_fails_with_the_runs_swapped(two_place_runs):
     one, two = two_place_runs
     with pytest.raises(AssertionError, match=r"the models have \(2, 1\) heads"):
         check_two_heads_win(two, one)
 
 
-def test_04_two_heads_win_fails_for_an_untrained_two_head_model(two_place_runs):
+def test_10_two_heads_win_fails_for_an_untrained_two_head_model(two_place_runs):
     from helpers.experiment import TrainResult, TwoPlaceModel
 
     torch.manual_seed(0)

@@ -143,7 +143,7 @@ def test_head_patterns_on_a_hand_made_map():
 
 
 def test_real_heads_explorer_follows_text_layer_and_head(models):
-    from helpers.widgets import RealHeadsExplorer
+    from helpers.panels import RealHeadsExplorer
 
     model = models[0]
     panel = RealHeadsExplorer(model, "the cat sat on the mat", layer=0, head=2)
@@ -163,7 +163,7 @@ def test_real_heads_explorer_follows_text_layer_and_head(models):
 
 
 def test_real_heads_explorer_keeps_the_last_sentence_when_a_text_is_refused(models):
-    from helpers.widgets import RealHeadsExplorer
+    from helpers.panels import RealHeadsExplorer
 
     panel = RealHeadsExplorer(models[0], "the cat sat on the mat", layer=0, head=2)
     frames = panel.view.sent

@@ -10,10 +10,10 @@ from nbclient import NotebookClient
 
 from tests.student.build import ROOT, build, stub
 
-WITH_EXERCISES = ["01_self_attention.ipynb", "02_per_head_projections.ipynb",
-                  "03_block_matrix.ipynb", "05_learner_questions.ipynb",
-                  "06_in_pytorch.ipynb", "09_cross_attention.ipynb",
-                  "12_heads_inside_the_matrices.ipynb"]  # fmt: skip
+WITH_EXERCISES = ["01_self_attention.ipynb", "03_per_head_projections.ipynb",
+                  "05_cut_into_heads.ipynb", "06_one_model_two_layouts.ipynb",
+                  "09_masks.ipynb", "12_cross_attention.ipynb",
+                  "16_w_qk_and_w_ov.ipynb"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""helpers.widgets: move a control, assert what the panel sends the browser; impossible settings
+"""helpers.panels: move a control, assert what the panel sends the browser; impossible settings
 explain; every setting a control reaches next is already there."""
 
 import copy
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from helpers.examples import embed, seeded_attention, tokens
-from helpers.widgets import (
+from helpers.panels import (
     D_KS,
     BlockMatrixExplorer,
     CircuitsExplorer,
@@ -235,7 +235,7 @@ def test_parameter_explorer_follows_h_and_d_k():
 
 
 def test_cross_attention_explorer_draws_t_q_by_t_k_maps_of_the_module():
-    from helpers.widgets import TARGET
+    from helpers.panels import TARGET
 
     panel = CrossAttentionExplorer(h=4, d_model=32)
     source, target = tokens(), tokens(TARGET)
@@ -326,7 +326,7 @@ def test_a_selection_control_needs_index_values():
     import ipywidgets as widgets
 
     from helpers.attention_view import AttentionView
-    from helpers.widgets import _Panel
+    from helpers.panels.base import _Panel
 
     slider = widgets.SelectionSlider(options=[("4", 4), ("8", 8)], value=4)
     with pytest.raises(ValueError, match=r"the choice options need the values 0 .. n-1"):

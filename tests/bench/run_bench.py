@@ -76,7 +76,7 @@ def _summary(rows: list[dict]) -> dict:
 
 
 def _h_then_d_model(page, base, token, notebook: str, results: dict) -> None:
-    """A panel with h and d_model sliders starting at h = 4, d_model = 32 (03, 12): h to 16,
+    """A panel with h and d_model sliders starting at h = 4, d_model = 32 (04, 16): h to 16,
     then d_model to 128, recorded as "NN h" and "NN d_model"."""
     from tests.browser.lab import open_and_run_all, panel
 
@@ -108,71 +108,69 @@ def first_visits_in_browser() -> dict:
 
     results: dict[str, list[dict]] = {}
     with jupyter_lab() as (base, token), chromium_page() as page:
-        open_and_run_all(page, base, token, "02_per_head_projections.ipynb")
+        open_and_run_all(page, base, token, "03_per_head_projections.ipynb")
         sliders = panel(page).locator(".widget-slider")
         page.evaluate(RECORDER)
         _presses(page, sliders.nth(1), "ArrowRight", (480 - 64) // 8)  # d_model 64 -> 480
-        results["02 d_model"] = _take(page)
+        results["03 d_model"] = _take(page)
         _presses(page, sliders.nth(0), "ArrowLeft", 3)  # h 4 -> 1 at d_model 480
         _presses(page, sliders.nth(0), "ArrowRight", 15)  # h 1 -> 16
-        results["02 h"] = _take(page)
+        results["03 h"] = _take(page)
 
-        _h_then_d_model(page, base, token, "03_block_matrix.ipynb", results)
+        _h_then_d_model(page, base, token, "04_block_matrix.ipynb", results)
 
-        open_and_run_all(page, base, token, "04_why_multi_head.ipynb")
+        open_and_run_all(page, base, token, "10_why_multi_head.ipynb")
         slider = panel(page).locator(".widget-slider").first
         page.evaluate(RECORDER)
         _presses(page, slider, "ArrowRight", 12)  # h 4 -> 16
         _presses(page, slider, "ArrowLeft", 15)  # 16 -> 1: 3, 2, 1 are new
-        results["04 h"] = _take(page)
+        results["10 h"] = _take(page)
 
-        open_and_run_all(page, base, token, "05_learner_questions.ipynb")
-        h_slider, d_k_slider = panel(page).locator(".widget-slider").all()
+        open_and_run_all(page, base, token, "04_block_matrix.ipynb")  # its second panel
+        h_slider, d_k_slider = panel(page, 1).locator(".widget-slider").all()
         page.evaluate(RECORDER)
         _presses(page, h_slider, "ArrowRight", 12)
-        results["05 h"] = _take(page)
+        results["04 parameters h"] = _take(page)
         _presses(page, d_k_slider, "ArrowRight", 20)
-        results["05 d_k"] = _take(page)
+        results["04 parameters d_k"] = _take(page)
 
         # query 2 is shown at start
         results["01 query"] = _clicks(
             page, base, token, "01_self_attention.ipynb", (0, 1, 3, 4, 5, 6)
         )
 
-        open_and_run_all(page, base, token, "09_cross_attention.ipynb")
+        open_and_run_all(page, base, token, "12_cross_attention.ipynb")
         h_slider = panel(page).locator(".widget-slider").first
         page.evaluate(RECORDER)
         _presses(page, h_slider, "ArrowRight", 12)  # h 4 -> 16 (5 and 7 ... say why)
-        results["09 h"] = _take(page)
+        results["12 h"] = _take(page)
 
         # 8 K/V heads is shown at start
-        results["10 K/V buttons"] = _clicks(
-            page, base, token, "10_shared_kv_and_cache.ipynb", (1, 2, 3)
-        )
+        results["14 K/V buttons"] = _clicks(page, base, token, "14_shared_kv.ipynb", (1, 2, 3))
 
-        open_and_run_all(page, base, token, "11_scaling_and_dropout.ipynb")
+        open_and_run_all(page, base, token, "02_why_scale.ipynb")
         slider = panel(page).locator(".widget-slider").first
         page.evaluate(RECORDER)
         _presses(page, slider, "ArrowLeft", 4)  # d_k 64 -> 4
         _presses(page, slider, "End", 1)  # 256
         _presses(page, slider, "ArrowLeft", 1)  # 128: every d_k once
-        results["11 d_k"] = _take(page)
+        results["02 d_k"] = _take(page)
 
-        _h_then_d_model(page, base, token, "12_heads_inside_the_matrices.ipynb", results)
+        _h_then_d_model(page, base, token, "16_w_qk_and_w_ov.ipynb", results)
 
-        open_and_run_all(page, base, token, "07_real_model_heads.ipynb")
+        open_and_run_all(page, base, token, "11_real_model_heads.ipynb")
         layer, head = panel(page).locator(".widget-slider").all()
         page.evaluate(RECORDER)
         _presses(page, head, "ArrowRight", 9)  # head 2 -> 11
         _presses(page, layer, "ArrowRight", 5)  # layer 0 -> 5
-        results["07 layer/head"] = _take(page)
+        results["11 layer/head"] = _take(page)
         page.evaluate("() => { window.__rec.mode = 'note'; }")
         text = panel(page).locator("input[type='text']")
         for sentence in SENTENCES:
             text.fill(sentence)
             text.press("Enter")
             page.wait_for_function("n => window.__rec.out.length >= n", arg=1, timeout=10_000)
-            results.setdefault("07 new sentence", []).extend(_take(page))
+            results.setdefault("11 new sentence", []).extend(_take(page))
             _settle(page)
     return {name: {**_summary(rows), "visits": rows} for name, rows in results.items()}
 
@@ -190,8 +188,8 @@ SENTENCES = [
 
 def kernel_prefetch() -> list[dict]:
     """Kernel side of a move: computing and sending the frames a move makes reachable."""
+    from helpers.panels import HeadsExplorer, RealHeadsExplorer
     from helpers.pretrained import load_minilm
-    from helpers.widgets import HeadsExplorer, RealHeadsExplorer
 
     rows = []
     panel = HeadsExplorer(h=4, d_model=64)

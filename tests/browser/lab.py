@@ -132,12 +132,12 @@ def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int
     )
 
 
-def panel(page):
-    """The first widget panel (controls and what they change) in the notebook's outputs."""
+def panel(page, n: int = 0):
+    """The n-th widget panel (controls and what they change) in the notebook's outputs."""
     return (
         page.locator(".jp-OutputArea-output .widget-vbox:visible")
         .filter(has=page.locator(".attention-view, img"))
-        .first
+        .nth(n)
     )
 
 
@@ -170,6 +170,6 @@ def presentation_mode(page, on: bool = True) -> None:
             )
 
 
-def view(page):
-    """The first AttentionView (maps drawn in the browser) in the notebook's outputs."""
-    return page.locator(".jp-OutputArea-output .attention-view:visible").first
+def view(page, n: int = 0):
+    """The n-th AttentionView (maps drawn in the browser) in the notebook's outputs."""
+    return page.locator(".jp-OutputArea-output .attention-view:visible").nth(n)

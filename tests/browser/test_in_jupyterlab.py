@@ -1,9 +1,7 @@
 """Every notebook in real JupyterLab in Chromium: Run All gives no error; in every panel drawn in
-the browser (01 to 05, 07, 09 to 12) a hovered cell shows the kernel's number, a clicked query is
+the browser a hovered cell shows the kernel's number, a clicked query is
 followed through every head, impossible settings grey the maps and valid ones restore them, and
 the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
-
-from pathlib import Path
 
 import pytest
 
@@ -21,16 +19,33 @@ NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 _opened: dict[int, str] = {}  # page -> the notebook it has run
 
 
+def _which(notebook: str) -> tuple[str, int]:
+    """'04_block_matrix.ipynb#2' -> the notebook and its panel (0-based): its second panel."""
+    name, _, n = notebook.partition("#")
+    return name, int(n or 1) - 1
+
+
+def shot(notebook: str) -> str:
+    """A screenshot's name for a notebook, or for one panel of it: 04_block_matrix_panel2."""
+    return notebook.replace(".ipynb", "").replace("#", "_panel")
+
+
 def run(lab, page, notebook):
-    """Open and Run All once per notebook; the tests of one notebook share the result."""
-    if _opened.get(id(page)) != notebook:
+    """Open and Run All once per notebook; the tests of one notebook share the result. A notebook
+    with several panels is named with the panel's number, '04_block_matrix.ipynb#2'."""
+    name, n = _which(notebook)
+    if _opened.get(id(page)) != name:
         page.set_viewport_size({"width": 1500, "height": 1000})
         presentation_mode(page, False)
-        open_and_run_all(page, *lab, notebook)
-        _opened[id(page)] = notebook
+        open_and_run_all(page, *lab, name)
+        _opened[id(page)] = name
     # the whole panel on screen, controls and maps: a hover or a drag lands anywhere in it
-    panel(page).evaluate("el => el.scrollIntoView({block: 'start'})")
-    return view(page)
+    panel(page, n).evaluate("el => el.scrollIntoView({block: 'start'})")
+    return view(page, n)
+
+
+def this_panel(page, notebook):
+    return panel(page, _which(notebook)[1])
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
@@ -39,7 +54,7 @@ def test_run_all_shows_no_error(lab, page, notebook):
     _opened[id(page)] = notebook
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
     tracebacks = page.locator(".jp-OutputArea-output:has-text('Traceback')")
-    page.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}.png", full_page=True)
+    page.screenshot(path=SCREENSHOTS / f"{shot(notebook)}.png", full_page=True)
     assert errors.count() == 0, errors.first.inner_text()
     assert tracebacks.count() == 0
     assert page.locator(".jp-OutputArea-output").count() > 0  # it did show something
@@ -47,40 +62,40 @@ def test_run_all_shows_no_error(lab, page, notebook):
 
 def expected_panel(notebook):
     """The same panel the notebook builds, made here: its maps are the kernel's numbers."""
-    from helpers import widgets
+    from helpers import panels
 
     if notebook.startswith("01"):
-        return widgets.QueryExplorer(d_model=16, d_k=8, seed=0, gain=1.0)
+        return panels.QueryExplorer(d_model=16, d_k=8, seed=0, gain=1.0)
     if notebook.startswith("02"):
-        return widgets.HeadsExplorer(h=4, d_model=64)
-    if notebook.startswith("04"):
-        return widgets.OneVsManyExplorer(h=4, d_model=48)
-    if notebook.startswith("05"):
-        return widgets.ParameterExplorer(h=4, d_k=16, d_model=32)
-    if notebook.startswith("09"):
-        return widgets.CrossAttentionExplorer(h=4, d_model=32)
+        return panels.ScalingExplorer(d_k=64)
+    if notebook.startswith("03"):
+        return panels.HeadsExplorer(h=4, d_model=64)
+    if notebook == "04_block_matrix.ipynb#2":
+        return panels.ParameterExplorer(h=4, d_k=16, d_model=32)
     if notebook.startswith("10"):
-        return widgets.SharedKVExplorer(h=8, d_model=64)
-    if notebook.startswith("11"):
-        return widgets.ScalingExplorer(d_k=64)
+        return panels.OneVsManyExplorer(h=4, d_model=48)
     if notebook.startswith("12"):
-        return widgets.CircuitsExplorer(h=4, d_model=32)
+        return panels.CrossAttentionExplorer(h=4, d_model=32)
+    if notebook.startswith("14"):
+        return panels.SharedKVExplorer(h=8, d_model=64)
+    if notebook.startswith("16"):
+        return panels.CircuitsExplorer(h=4, d_model=32)
     from helpers.pretrained import load_minilm
 
     text = "The cat sat on the mat because it was warm."
-    return widgets.RealHeadsExplorer(load_minilm(), text, layer=0, head=2)
+    return panels.RealHeadsExplorer(load_minilm(), text, layer=0, head=2)
 
 
 DRAWN = [
     "01_self_attention.ipynb",
-    "02_per_head_projections.ipynb",
-    "04_why_multi_head.ipynb",
-    "05_learner_questions.ipynb",
-    "07_real_model_heads.ipynb",
-    "09_cross_attention.ipynb",
-    "10_shared_kv_and_cache.ipynb",
-    "11_scaling_and_dropout.ipynb",
-    "12_heads_inside_the_matrices.ipynb",
+    "02_why_scale.ipynb",
+    "03_per_head_projections.ipynb",
+    "04_block_matrix.ipynb#2",
+    "10_why_multi_head.ipynb",
+    "11_real_model_heads.ipynb",
+    "12_cross_attention.ipynb",
+    "14_shared_kv.ipynb",
+    "16_w_qk_and_w_ov.ipynb",
 ]
 
 
@@ -103,7 +118,7 @@ def test_hover_shows_the_weight_the_kernel_computed(lab, page, notebook):
         assert (tooltip.get_attribute("data-head"), tooltip.get_attribute("data-query")) == (
             str(head), str(q),
         )  # fmt: skip
-    box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_hover.png")
+    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_hover.png")
     page.mouse.move(0, 0)
 
 
@@ -134,17 +149,17 @@ def test_clicking_a_query_follows_its_row_in_every_head(lab, page, notebook):
         for row, white in ((q, 0.0), (q - 2, 0.55)):
             colour = table[round(float(maps[head, row, 1]) * 255)]
             assert near(point(box, "pixelOf", head, row, 1), blend(colour, white)), (head, row)
-    box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_query.png")
+    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_query.png")
 
 
 def test_lines_mode_draws_queries_to_keys(lab, page):
-    box = run(lab, page, "02_per_head_projections.ipynb")
+    box = run(lab, page, "03_per_head_projections.ipynb")
     box.locator("button.av-mode:text-is('lines (query → key)')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "maps")
-    box.screenshot(path=SCREENSHOTS / "02_per_head_projections_lines.png")
+    box.screenshot(path=SCREENSHOTS / "03_per_head_projections_lines.png")
     # one line per (head, query, key) with a weight above 0.01: of the followed query, or of all
     maps, q = (
-        expected_panel("02_per_head_projections.ipynb").maps,
+        expected_panel("03_per_head_projections.ipynb").maps,
         int(box.get_attribute("data-query")),
     )
     expected = int((maps[:, q] > 0.01).sum()) if q >= 0 else int((maps > 0.01).sum())
@@ -174,11 +189,11 @@ def opacity(box) -> float:
 
 # notebook: (h steps to an impossible h, steps on to a valid h, the frame key then)
 IMPOSSIBLE = {
-    "02_per_head_projections.ipynb": (1, 3, "d_model=64|h=8"),  # 64 / 5 cannot work
-    "03_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
-    "04_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
-    "09_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
-    "12_heads_inside_the_matrices.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
+    "03_per_head_projections.ipynb": (1, 3, "d_model=64|h=8"),  # 64 / 5 cannot work
+    "04_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
+    "10_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
+    "12_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
+    "16_w_qk_and_w_ov.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
 }
 
 
@@ -186,15 +201,15 @@ IMPOSSIBLE = {
 def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab, page, notebook):
     to_impossible, to_valid, key = IMPOSSIBLE[notebook]
     box = run(lab, page, notebook)
-    h_slider = panel(page).locator(".widget-slider").first
+    h_slider = this_panel(page, notebook).locator(".widget-slider").first
     press(page, h_slider, "ArrowRight", to_impossible)
     wait_for_change(lambda: box.get_attribute("data-state"), "ok")
     assert box.get_attribute("data-state") == "error" and opacity(box) < 0.5
     message = box.locator(".av-message").inner_text()
     assert "is not divisible by h = 5" in message and "h that work here: 1, 2, " in message
     assert "(Greyed: the last setting that worked.)" in message
-    box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_impossible.png")
-    d_model = panel(page).locator(".widget-slider", has_text="d_model")
+    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_impossible.png")
+    d_model = this_panel(page, notebook).locator(".widget-slider", has_text="d_model")
     if d_model.count():  # jump far away: the kernel drops what it sent for the old d_model
         before = d_model.locator(".widget-readout").inner_text()
         press(page, d_model, "End")  # beyond everything sent ahead, and still impossible
@@ -219,29 +234,32 @@ def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab,
 @pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
 def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
     box = run(lab, page, notebook)
-    whole, h_slider = panel(page), panel(page).locator(".widget-slider").first
+    whole, h_slider = (
+        this_panel(page, notebook),
+        this_panel(page, notebook).locator(".widget-slider").first,
+    )
     heights = {}
     for key, presses, h in (("ArrowLeft", 3, 1), ("ArrowRight", 15, 16), ("ArrowLeft", 12, 4)):
         press(page, h_slider, key, presses)
         wait_for_change(lambda h=h: box.get_attribute("data-key").endswith(f"h={h}"), False)
         heights[h] = whole.bounding_box()["height"]
         if key == "ArrowRight":
-            box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_h16.png")
+            box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_h16.png")
     assert len(set(heights.values())) == 1, heights  # the tiles shrink, the area stays
 
 
 # the last slider of each panel, dragged with the mouse: what the panel then names
 DRAGS = {
-    "02_per_head_projections.ipynb": "d_model",
-    "05_learner_questions.ipynb": "d_k",
-    "12_heads_inside_the_matrices.ipynb": "d_model",
+    "03_per_head_projections.ipynb": "d_model",
+    "04_block_matrix.ipynb#2": "d_k",
+    "16_w_qk_and_w_ov.ipynb": "d_model",
 }
 
 
 @pytest.mark.parametrize("notebook", sorted(DRAGS))
 def test_a_dragged_slider_lands_on_its_frame(lab, page, notebook):
     box = run(lab, page, notebook)
-    slider = panel(page).locator(".widget-slider").last
+    slider = this_panel(page, notebook).locator(".widget-slider").last
     readout = slider.locator(".widget-readout")
     before = readout.inner_text()
     drag(page, slider, 40)
@@ -251,11 +269,11 @@ def test_a_dragged_slider_lands_on_its_frame(lab, page, notebook):
     wait_for_change(lambda: f"{name}={value}" in (box.get_attribute("data-key") or ""), False)
     wait_for_change(lambda: box.get_attribute("data-state") != "pending", False)
     assert f"{name} = {value}" in box.locator(".av-side").inner_text()
-    box.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_drag.png")
+    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_drag.png")
 
 
 def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
-    box = run(lab, page, "07_real_model_heads.ipynb")
+    box = run(lab, page, "11_real_model_heads.ipynb")
     layer = panel(page).locator(".widget-slider").first
     text = panel(page).locator("input[type='text']")
     text.fill("")
@@ -271,7 +289,7 @@ def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
     assert wait_for_change(lambda: box.get_attribute("data-key"), key).startswith("layer=1|")
     assert box.get_attribute("data-state") == "ok"
     assert "layer 1, head" in box.locator(".av-side").inner_text()
-    box.screenshot(path=SCREENSHOTS / "07_real_model_heads_empty.png")
+    box.screenshot(path=SCREENSHOTS / "11_real_model_heads_empty.png")
     text.fill("Le chat dort.")
     text.press("Enter")
     wait_for_change(lambda: "has no words" not in message.inner_text(), False)
@@ -279,9 +297,9 @@ def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
 
 
 def test_hover_on_the_block_matrix_names_the_entry_and_its_head(lab, page):
-    from helpers.widgets import BlockMatrixExplorer
+    from helpers.panels import BlockMatrixExplorer
 
-    box = run(lab, page, "03_block_matrix.ipynb")
+    box = run(lab, page, "04_block_matrix.ipynb")
     w_q = BlockMatrixExplorer(h=4, d_model=32).maps  # (d_model, d_model), x·W layout
     tooltip = box.locator(".av-tooltip")
     for row, col in [(0, 0), (5, 9), (31, 30)]:
@@ -290,17 +308,17 @@ def test_hover_on_the_block_matrix_names_the_entry_and_its_head(lab, page):
         tooltip.wait_for(state="visible")
         expected = f"W^Q[{row}, {col}] = {float(w_q[row, col]):.3f} · head {col // 8} (its column"
         assert tooltip.inner_text().startswith(expected), tooltip.inner_text()
-    box.screenshot(path=SCREENSHOTS / "03_block_matrix_hover.png")
+    box.screenshot(path=SCREENSHOTS / "04_block_matrix_hover.png")
     page.mouse.move(0, 0)
 
 
-@pytest.mark.parametrize("notebook", ["03_block_matrix.ipynb", *DRAWN])
+@pytest.mark.parametrize("notebook", ["04_block_matrix.ipynb", *DRAWN])
 def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, notebook):
     box = run(lab, page, notebook)
     page.set_viewport_size({"width": 1280, "height": 720})
     presentation_mode(page)
     try:
-        whole = panel(page)
+        whole = this_panel(page, notebook)
         area = page.locator(".jp-NotebookPanel:visible .jp-WindowedPanel-outer").bounding_box()
         assert whole.bounding_box()["height"] <= area["height"]  # it can fit ...
         whole.evaluate("el => el.scrollIntoView({block: 'start'})")
@@ -311,7 +329,7 @@ def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, not
         outer, canvas = whole.bounding_box(), box.locator(".av-canvas").bounding_box()
         assert outer["y"] >= area["y"] - 1  # ... and does: all of it on screen at once
         side = box.locator(".av-side").bounding_box()
-        page.screenshot(path=SCREENSHOTS / f"{Path(notebook).stem}_720_presentation.png")
+        page.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_720_presentation.png")
         bottom = area["y"] + area["height"]
         assert outer["y"] + outer["height"] <= bottom + 1, (outer, area)  # no scrolling
         assert side["x"] >= canvas["x"] + canvas["width"] - 1  # the table beside the maps
@@ -328,7 +346,7 @@ def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, not
 
 
 def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
-    box = run(lab, page, "09_cross_attention.ipynb")
+    box = run(lab, page, "12_cross_attention.ipynb")
     t_k = panel(page).locator(".widget-slider", has_text="T_k")
     press(page, t_k, "ArrowLeft", 4)
     wait_for_change(lambda: box.get_attribute("data-key") == "t_k=3|h=4", False)
@@ -343,14 +361,14 @@ def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
     tooltip = box.locator(".av-tooltip")
     tooltip.wait_for(state="visible")
     assert tooltip.inner_text().startswith("head 1 · query 'assis' → key 'sat' · ")
-    box.screenshot(path=SCREENSHOTS / "09_cross_attention_t_k3.png")
+    box.screenshot(path=SCREENSHOTS / "12_cross_attention_t_k3.png")
     page.mouse.move(0, 0)
     press(page, t_k, "ArrowRight", 4)
     wait_for_change(lambda: box.get_attribute("data-key") == "t_k=7|h=4", False)
 
 
 def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
-    box = run(lab, page, "10_shared_kv_and_cache.ipynb")
+    box = run(lab, page, "14_shared_kv.ipynb")
     buttons = panel(page).locator(".widget-toggle-button")
     assert buttons.all_inner_texts() == ["8 · MHA", "4 · GQA", "2 · GQA", "1 · MQA"]
     for index, g in enumerate([8, 4, 2, 1]):
@@ -366,9 +384,9 @@ def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
 
 
 def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
-    from helpers.widgets import D_KS, ScalingExplorer
+    from helpers.panels import D_KS, ScalingExplorer
 
-    box = run(lab, page, "11_scaling_and_dropout.ipynb")
+    box = run(lab, page, "02_why_scale.ipynb")
     slider = panel(page).locator(".widget-slider", has_text="d_k")
     readout = slider.locator(".widget-readout")
     expected = ScalingExplorer(d_k=64)
@@ -401,7 +419,7 @@ def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
 
 
 def test_the_rank_bars_follow_h(lab, page):
-    box = run(lab, page, "12_heads_inside_the_matrices.ipynb")
+    box = run(lab, page, "16_w_qk_and_w_ov.ipynb")
     h_slider = panel(page).locator(".widget-slider").first
     for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):
         press(page, h_slider, key, 4)
@@ -411,4 +429,4 @@ def test_the_rank_bars_follow_h(lab, page):
         assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in side
         assert box.locator(".av-side svg rect").count() == h + 1 and "✗" not in side
         if h == 8:
-            box.screenshot(path=SCREENSHOTS / "12_heads_inside_the_matrices_h8.png")
+            box.screenshot(path=SCREENSHOTS / "16_w_qk_and_w_ov_h8.png")

@@ -1,4 +1,4 @@
-"""Notebook 02 as a RISE slideshow (jupyterlab-rise) in Chromium at a projector's 1280x720: it
+"""Notebook 03 as a RISE slideshow (jupyterlab-rise) in Chromium at a projector's 1280x720: it
 opens with one slide per section, Shift+Enter runs the code live on the slides and advances, the
 text is large enough to read from the back of a room, and nothing is fetched from the web.
 
@@ -17,13 +17,13 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.browser.lab import ROOT, SCREENSHOTS, jupyter_lab
 from tests.slides import slide_types
 
-NOTEBOOK = "02_per_head_projections.ipynb"
+NOTEBOOK = "03_per_head_projections.ipynb"
 PRESENT = "section.present"
 
 
 @pytest.fixture(scope="module")
 def slideshow(page):
-    """RISE on a copy of 02 with its outputs cleared, so every output seen was made live; a new
+    """RISE on a copy of 03 with its outputs cleared, so every output seen was made live; a new
     page of the session's Chromium (one Playwright per process) at a projector's 1280x720."""
     root = Path(tempfile.mkdtemp(prefix="course-slides-"))
     nb = nbformat.read(ROOT / "notebooks" / NOTEBOOK, as_version=4)
@@ -75,8 +75,8 @@ def run_until(page, text: str, presses: int = 12) -> str:
 def test_one_slide_per_section_readable_and_offline(slideshow):
     page, nb, outside = slideshow
     slides = page.locator(".reveal .slides > section").count()
-    assert slides == slide_types(nb.cells).count("slide") == 9
-    page.screenshot(path=SCREENSHOTS / "slides_02_title.png")
+    assert slides == slide_types(nb.cells).count("slide") == 10
+    page.screenshot(path=SCREENSHOTS / "slides_03_title.png")
     size = "(s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize)"
     assert page.evaluate(size, ".reveal .jp-RenderedMarkdown p") >= 20
     assert page.evaluate(size, ".reveal .jp-RenderedMarkdown h1") >= 32
@@ -87,10 +87,10 @@ def test_code_runs_live_on_the_slides_and_advances(slideshow):
     page, _, outside = slideshow
     slide = run_until(page, "✓ weights: (1, 4, 7, 7) = (B, h, T, T)")
     assert "Run each head on its own" in slide
-    page.screenshot(path=SCREENSHOTS / "slides_02_heads.png")
+    page.screenshot(path=SCREENSHOTS / "slides_03_heads.png")
     slide = run_until(page, "✓ 16,384 parameters = 4·d_model² = 4·64²")
     assert "Count the matrices and the parameters" in slide
-    page.screenshot(path=SCREENSHOTS / "slides_02_parameters.png")
+    page.screenshot(path=SCREENSHOTS / "slides_03_parameters.png")
     assert outside == []
 
 
@@ -98,4 +98,4 @@ def test_a_panel_says_where_it_runs(slideshow):
     page, _, _ = slideshow
     slide = run_until(page, "Run All Cells in the notebook view starts")
     assert "Sliders: h and d_model" in slide and "Traceback" not in slide
-    page.screenshot(path=SCREENSHOTS / "slides_02_panel.png")
+    page.screenshot(path=SCREENSHOTS / "slides_03_panel.png")

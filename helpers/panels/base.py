@@ -1,0 +1,191 @@
+"""What every panel shares: `_Panel` (controls on top, an `AttentionView` below, the frames the
+controls can reach next computed ahead), the sliders for h and d_model, tables and messages."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+
+import ipywidgets as widgets
+import torch
+
+from helpers.attention import (
+    check_num_heads,
+    valid_head_counts,
+)
+from helpers.attention_view import AttentionView, Frame
+from helpers.checks import check_shape
+
+H_MAX = 16  # the h slider's range is 1 .. H_MAX
+
+
+def plural(n: int, word: str) -> str:
+    """'1 head', '4 heads', '2 softmaxes'."""
+    if n == 1:
+        return f"1 {word}"
+    return f"{n} {word}es" if word.endswith(("x", "s")) else f"{n} {word}s"
+
+
+def _table(rows: list[tuple[str, ...]], caption: str) -> str:
+    """An HTML table of strings; the first row is the header."""
+    head, *body = rows
+    esc = lambda s: html.escape(s, quote=False)  # noqa: E731
+    th = "".join(f"<th>{esc(c)}</th>" for c in head)
+    trs = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in body)
+    return f"<table><caption>{esc(caption)}</caption><tr>{th}</tr>{trs}</table>"
+
+
+def _lines(lines: list[str]) -> str:
+    body = "<br>".join(html.escape(line, quote=False) for line in lines)
+    return f'<div class="av-lines">{body}</div>'
+
+
+def _shape_row(tensor: torch.Tensor, expected: tuple[int, ...], name: str, dims: str) -> tuple:
+    """(name, shape, dims, ✓/✗) measured on the tensor itself."""
+    try:
+        check_shape(tensor, expected, name, dims=dims, echo=False)
+        mark = "✓"
+    except AssertionError:
+        mark = f"✗ expected {tuple(expected)}"
+    return (name, str(tuple(tensor.shape)), f"({', '.join(dims.split())})", mark)
+
+
+def _titles(h: int) -> list[str]:
+    return [f"head {i}" for i in range(h)]
+
+
+def _h_slider(h: int) -> widgets.IntSlider:
+    return widgets.IntSlider(
+        value=h, min=1, max=H_MAX, description="h (heads)", continuous_update=True,
+        style={"description_width": "80px"},
+    )  # fmt: skip
+
+
+def _d_model_slider(d_model: int, high: int) -> widgets.IntSlider:
+    return widgets.IntSlider(
+        value=d_model, min=8, max=high, step=8, description="d_model", continuous_update=True,
+        style={"description_width": "80px"}, layout=widgets.Layout(width="420px"),
+    )  # fmt: skip
+
+
+def _heads_or_why(d_model: int, h: int) -> int:
+    """d_k = d_model / h, or a ValueError in the panel's words: the slider's h, and only the
+    head counts the slider can reach."""
+    if d_model % h:
+        works = ", ".join(str(n) for n in valid_head_counts(d_model) if n <= H_MAX)
+        raise ValueError(
+            f"d_model = {d_model} is not divisible by h = {h}: each head would get d_k = "
+            f"{d_model}/{h} = {d_model / h:.2f} features. h that work here: {works}."
+        )
+    return check_num_heads(d_model, h)
+
+
+def _around(value: int, low: int, high: int, step: int, radius: int) -> list[int]:
+    """value, then its neighbours one step away, two steps away, ... within [low, high]."""
+    out = [value]
+    for r in range(1, radius + 1):
+        out += [v for v in (value - r * step, value + r * step) if low <= v <= high]
+    return out
+
+
+def _every_h_near_this_d_model(panel, setting: dict[str, int], radius: int):
+    """The settings of an (h, d_model) panel to have ready: every h, at this d_model and at the
+    d_model `radius` slider steps either side, the nearest first."""
+    s = panel.d_model_slider
+    for d_model in _around(setting["d_model"], s.min, s.max, s.step, radius):
+        for h in _around(setting["h"], 1, H_MAX, 1, H_MAX):
+            yield {"d_model": d_model, "h": h}
+
+
+_SELECTIONS = (widgets.ToggleButtons, widgets.SelectionSlider)  # labels shown, index synced
+
+
+class _Panel(widgets.VBox):
+    """Controls on top, an AttentionView below; `_frame(**setting)` computes one setting and
+    `_reachable(setting, radius)` lists the settings to have ready (the current one first)."""
+
+    WHAT = "the panel"  # named in the line shown before the notebook runs
+    RADIUS = 2  # prefetch this many steps around the current setting; keep twice as many
+
+    def __init__(
+        self,
+        controls: dict[str, widgets.ValueWidget],
+        view: AttentionView,
+        rows: list[widgets.Widget] | None = None,
+    ):
+        self.controls, self.view = controls, view
+        for name, control in controls.items():
+            selection = isinstance(control, _SELECTIONS)
+            values = [v for _, v in getattr(control, "options", ())]
+            if selection and values != list(range(len(values))):
+                raise ValueError(
+                    f"the {name} options need the values 0 .. n-1 (the browser keys frames by "
+                    f"their index); got {values}"
+                )
+            setattr(view, name, control.value)
+            # moves switch frames in the browser (a selection widget syncs its index, not value)
+            synced = "index" if selection else "value"
+            widgets.jslink((control, synced), (view, name))
+            control.observe(self._moved, names="value")  # ... and the kernel prefetches around
+        super().__init__([*(rows or [widgets.HBox(list(controls.values()))]), view])
+        self.add_class("course-panel")  # its controls' text at 15 px (attention_view.css)
+        self._moved()
+
+    def __repr__(self) -> str:
+        # what JupyterLab shows before the kernel runs, and what strict nbval compares
+        return f"▶ Run ▸ Run All Cells in the notebook view starts {self.WHAT}"
+
+    @property
+    def setting(self) -> dict[str, int]:
+        return {name: self.controls[name].value for name in self.view.key_by}
+
+    @property
+    def current(self) -> Frame:
+        """The frame the browser shows for the controls' current values."""
+        return self.view.frame(self.view.key(**self.setting))
+
+    @property
+    def table(self) -> str:
+        return self.current.side
+
+    @property
+    def message(self) -> str:
+        return self.view.notice or self.current.error or self.current.note
+
+    @property
+    def maps(self) -> torch.Tensor:
+        return self.view.maps(self.view.key(**self.setting))
+
+    def _moved(self, change=None) -> None:
+        """A control moved: make sure the browser holds the new setting and its neighbours."""
+        try:
+            if self.view.published and not self.view.has(self.view.key(**self.setting)):
+                self._ensure(self.setting)  # a jump past what was sent ahead: show it first
+                self.view.publish()
+            for setting in self._reachable(self.setting, self.RADIUS):
+                self._ensure(setting)
+            keep = {self.view.key(**s) for s in self._reachable(self.setting, 2 * self.RADIUS)}
+            self.view.publish(keep)
+            if self.view.notice.startswith("Unexpected"):  # it worked again: lift our notice
+                self.view.notice = ""
+        except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
+            self.view.notice = f"Unexpected {type(err).__name__}: {err}"
+
+    def _ensure(self, setting: dict[str, int]) -> None:
+        """Compute one setting's frame unless the view holds it; errors become its message."""
+        key = self.view.key(**setting)
+        if self.view.has(key):
+            return
+        try:
+            frame = self._frame(**setting)
+        except ValueError as err:  # an impossible combination: say why
+            frame = Frame(error=str(err))
+        except Exception as err:  # noqa: BLE001
+            frame = Frame(error=f"Unexpected {type(err).__name__}: {err}")
+        self.view.add_frame(key, frame)
+
+    def _reachable(self, setting: dict[str, int], radius: int) -> Iterator[dict[str, int]]:
+        raise NotImplementedError
+
+    def _frame(self, **setting: int) -> Frame:
+        raise NotImplementedError
