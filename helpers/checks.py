@@ -55,12 +55,18 @@ def _shape_hint(got: tuple[int, ...], expected: tuple[int | None, ...]) -> str:
     same_numel = numel_known and math.prod(got) == math.prod(expected)
     if len(got) != len(expected):
         if len(got) == len(expected) - 1 and tuple(expected[1:]) == got:
-            return "The batch dim is missing: x.unsqueeze(0) adds it."
+            return "The batch dim is missing: yours is the expected shape without its first dim."
         if same_numel:
-            return "All the numbers are there, grouped into other dims: a view/reshape is missing."
+            return (
+                "All the numbers are there, grouped into other dims: some dims still need splitting"
+                " or merging."
+            )
         return "Follow the tensor back to the view, transpose or product that made it."
     if numel_known and sorted(got) == sorted(expected):
-        return "The same sizes in another order: a transpose is missing, or swaps the wrong dims."
+        return (
+            "The same sizes in another order: a step that reorders dims is missing, or swaps the"
+            " wrong ones."
+        )
     if same_numel:
         return "The same number of entries, cut differently: check the view that split the dims."
     return "Follow the tensor back to the matrix or view that produced the differing dim."
@@ -200,10 +206,11 @@ def check_attention_rows(
         )
         col_sums = w.sum(dim=-2)
         hint = (
-            "the columns sum to 1 instead: the softmax ran over the queries (dim=-2), not the "
-            "keys (dim=-1)."
+            "the columns sum to 1 instead: the softmax ran over the queries (the second-to-last "
+            "dim), not the keys: each query's row must sum to 1."
             if float((col_sums - 1).abs().max()) <= atol
-            else "apply softmax over the last dim (the keys)."
+            else "weights are (..., T_q, T_k): the softmax must run over the keys, so that each "
+            "query's row sums to 1."
         )
         raise AssertionError(
             f"✗ {name}: row {index} sums to {float(sums[index]):.6g}, not "

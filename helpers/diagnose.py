@@ -422,8 +422,8 @@ def _heads_hint(finding: Finding, run: _Run, outside: Iterable[str]) -> Finding:
     if "split" in words and "chunk" not in words:
         hint = (
             "look at the split on this line: Tensor.split(n, dim) cuts pieces of n features "
-            f"each, not n pieces, so split(num_heads, dim=-1) makes {count} pieces. chunk("
-            "num_heads, dim=-1) makes num_heads pieces, and split(d_k, dim=-1) pieces of d_k."
+            f"each, not n pieces, so splitting by num_heads makes {count} pieces. Aim for "
+            "num_heads pieces of d_k features each."
         )
     elif names:
         hint = (
@@ -733,8 +733,8 @@ def _explain(
                 fn = "masked_fill" if _op(unused) == "masked_fill" else "torch.where"
                 hint = (
                     f"{fn} returns a new tensor and leaves its input as it was: this line "
-                    "throws the result away. Assign it (scores = scores.masked_fill(...))"
-                    + (", or use the in-place masked_fill_." if fn == "masked_fill" else ".")
+                    "throws the result away, so the scores that go on from here are still "
+                    "unmasked."
                 )
             findings.append(Finding(name, stage, record, position=position, hint=hint))
             made.append(name)
@@ -1118,12 +1118,13 @@ STAGE_HINTS: dict[str, str] = {
     **dict.fromkeys(
         ("q", "k", "v"),
         "look at the line that makes it: which weight does it multiply, and which way round? "
-        "nn.Linear stores (out_features, in_features), so a projection is x @ w.T.",
+        "nn.Linear stores (out_features, in_features): the input's d_model features must "
+        "meet the weight's in_features, its second dim.",
     ),
     **dict.fromkeys(
         ("q_heads", "k_heads", "v_heads"),
-        "look at the view and the transpose on this line: head i owns the d_k features "
-        "i·d_k .. (i+1)·d_k of each token.",
+        "look at how this line cuts the features into heads: head i owns the d_k features "
+        "i·d_k .. (i+1)·d_k of each token; all heads together are (B, h, T, d_k).",
     ),
     "scores": "look at the product and the scale on this line.",
     "masked": "look at the mask's condition and the value your masked_fill puts in.",
@@ -1319,19 +1320,21 @@ def _run(
         if "weight" in kinds:  # a weight matrix as given is a side of the product
             hint += (
                 " The weight matrices are stored as (out_features, in_features), like "
-                "nn.Linear's weight, so a projection is x @ w.T."
+                "nn.Linear's weight: the input's d_model features must meet a weight's "
+                "in_features, its second dim."
             )
         elif "weight product" in kinds:  # W^Q·W^Kᵀ made from them
             hint += (
                 " The weight matrices are stored as (out_features, in_features), like "
-                "nn.Linear's weight, so the x·W layout's W^Q is w_q.T."
+                "nn.Linear's weight, while the x·W layout's W^Q is (in_features, "
+                "out_features)."
             )
     elif "must match the size" in text or "broadcast" in text:
         hint = " Hint: two tensors do not line up: write down the shape of each on that line."
         if args.get("mask") is not None:
             hint += (
-                " A mask of shape (B, T, T) needs a head dim (mask.unsqueeze(1)) to meet scores "
-                "of shape (B, h, T, T)."
+                " A mask of shape (B, T, T) has no head dim, so it cannot broadcast against "
+                "scores of shape (B, h, T, T): it has to be (B, 1, T, T)."
             )
     sizes_matter = isinstance(err, IndexError) or "is invalid for input of size" in text
     if name and sizes_matter and not _globals_read(fn):  # else the note says it
@@ -1778,7 +1781,7 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
             message += (
                 " The same numbers with the dims in another order: yours are the reference's "
                 f"with dims {dims} {'swapped' if len(moved) == 2 else ''}".rstrip()
-                + ", and your code has no transpose or permute: one is missing."
+                + ", and your code never reorders its dims: that step is missing."
             )
         elif out is not None and sorted(out.shape) == sorted(expected.shape):
             message += (
@@ -1831,8 +1834,8 @@ def _numpy_message(result: object, expected: torch.Tensor, what: str) -> str:
     same = " Its numbers equal the reference's." if right else ""
     return (
         f"✗ Your function returned a numpy array ({type(result).__name__}), not a torch tensor; "
-        f"it should return {what}.{same} Hint: keep the computation in torch (a tensor's "
-        ".numpy() leaves torch), or turn the result back with torch.from_numpy."
+        f"it should return {what}.{same} Hint: keep the computation in torch: a tensor's "
+        ".numpy() leaves torch, and the check needs a torch tensor back."
     )
 
 

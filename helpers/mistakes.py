@@ -66,7 +66,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "look at your last line: one of the four matrices is not used.",
     ),
     "weights_transposed": (
-        "w_q, w_k and w_v are used the wrong way round (x @ w instead of x @ w.T)",
+        "w_q, w_k and w_v are used the wrong way round (x @ w): the input's features meet "
+        "the weights' out_features, not their in_features",
         "look at how you apply w_q, w_k and w_v: they are stored as (out_features, "
         "in_features), like nn.Linear's weight.",
     ),
@@ -170,7 +171,8 @@ SLIPS: dict[str, tuple[str, str]] = {
         "look at the order of the product on this line: the rows of the scores are the queries.",
     ),
     "w_o_transposed": (
-        "W^O is used the wrong way round (merged @ w_o instead of merged @ w_o.T)",
+        "W^O is used the wrong way round (merged @ w_o): the merged features meet w_o's "
+        "out_features, not its in_features",
         "w_o is stored as (out_features, in_features) like the other three: look at how you "
         "apply it.",
     ),

@@ -897,3 +897,14 @@ def cross_09_residual(x, context, w_q, w_k, w_v, w_o, num_heads):
     v = (context @ w_v.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
     a = (q @ k.transpose(-1, -2) / d_k**0.5).softmax(-1)
     return x + (a @ v).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T  # <-
+
+
+def masked_06_mask_without_head_dim(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / d_k**0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # <- (B, T, T) against (B, h, T, T)
+    out = scores.softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T

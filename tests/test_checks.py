@@ -15,9 +15,13 @@ def test_check_shape_prints_the_named_dims(capsys):
 @pytest.mark.parametrize(
     "got, expected, fragments",
     [
-        ((2, 8, 6), (2, 6, 8), ["dim 1 (T) is 8, not 6.", "a transpose is missing"]),
-        ((6, 8), (2, 6, 8), ["expected (2, 6, 8) = (B, T, d_k), got (6, 8).", "x.unsqueeze(0)"]),
-        ((2, 6, 2, 4), (2, 6, 8), ["a view/reshape is missing"]),
+        ((2, 8, 6), (2, 6, 8), ["dim 1 (T) is 8, not 6.", "a step that reorders dims is missing"]),
+        (
+            (6, 8),
+            (2, 6, 8),
+            ["expected (2, 6, 8) = (B, T, d_k), got (6, 8).", "without its first dim"],
+        ),
+        ((2, 6, 2, 4), (2, 6, 8), ["some dims still need splitting or merging"]),
         ((2, 6, 16), (2, 6, 8), ["dim 2 (d_k) is 16, not 8.", "matrix or view that produced"]),
         ((2, 3, 16), (2, 6, 8), ["cut differently"]),
     ],
@@ -83,7 +87,7 @@ def test_check_attention_rows_with_a_mask_and_an_empty_row(capsys):
 
 def test_check_attention_rows_names_the_wrong_softmax_dim():
     wrong = torch.randn(4, 4).softmax(dim=0)  # columns sum to 1
-    with pytest.raises(AssertionError, match=r"the softmax ran over the queries \(dim=-2\)"):
+    with pytest.raises(AssertionError, match="the softmax ran over the queries"):
         check_attention_rows(wrong)
     with pytest.raises(AssertionError, match="outside \\[0, 1\\]"):
         check_attention_rows(torch.randn(4, 4))

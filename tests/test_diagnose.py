@@ -7,6 +7,8 @@ the reference."""
 
 import inspect
 import math
+import re
+import warnings
 
 import learner_code
 import numpy as np
@@ -267,7 +269,12 @@ def test_exceptions_and_wrong_shapes_become_messages():
             out = out + scores.sum()
         return out
 
-    assert "mask.unsqueeze(1)" in diagnose(mask_without_head_dim, echo=False).message
+    message = diagnose(mask_without_head_dim, echo=False).message
+    assert "A mask of shape (B, T, T) has no head dim" in message
+    assert "scores of shape (B, h, T, T): it has to be (B, 1, T, T)." in message
+    fn = learner_code.masked_06_mask_without_head_dim  # the learner's own masked_fill
+    message = diagnose(fn, echo=False).message
+    assert f"(line {marked_lines(fn)[0]}: `" in message and "has no head dim" in message
 
 
 def test_an_unknown_slip_is_placed_at_its_stage_and_line_and_the_check_goes_on():
@@ -510,7 +517,7 @@ def test_the_loop_exercise_says_how_nn_linear_stores_its_matrix():
 
     message = diagnose(transposed, echo=False, per_head=True).message
     assert message.startswith("✗ Your function raised RuntimeError: mat1 and mat2 shapes")
-    assert "(line " in message and "a projection is x @ w.T." in message
+    assert "(line " in message and "must meet a weight's in_features, its second dim." in message
 
 
 def test_without_a_mask_the_mask_mistakes_are_not_candidates():
@@ -916,12 +923,12 @@ def test_the_layout_hint_only_when_a_weight_matrix_as_given_is_a_side_of_the_pro
     message = diagnose(raw, echo=False, per_head=True).message
     assert message.endswith(
         "The weight matrices are stored as (out_features, in_features), like nn.Linear's "
-        "weight, so a projection is x @ w.T."
+        "weight: the input's d_model features must meet a weight's in_features, its second dim."
     )
     product = check_exercise(
         learner_code.head_scores_12_layout_read_as_x_w, "head_scores", echo=False
     ).message
-    assert product.endswith("so the x·W layout's W^Q is w_q.T.")
+    assert product.endswith("while the x·W layout's W^Q is (in_features, out_features).")
     for text in (cat, cross.message, message, product):
         assert "The weights are" not in text and "the weights are" not in text
 
@@ -986,7 +993,7 @@ def test_values_made_with_w_q_say_what_they_equal_without_the_layout_hint():
 
     message = diagnose(v_from_w_q, echo=False).message
     assert "yours equal the reference's queries q = x·W^Q" in message
-    assert "`v = (x @ w_q.T)" in message and "x @ w.T" not in message
+    assert "`v = (x @ w_q.T)" in message and "in_features" not in message
 
 
 # --- a new learner's report: messages that said false things (P1–P9, m1, m2, m5, m6) ---------
@@ -1053,8 +1060,8 @@ def test_p4_a_masked_fill_whose_result_is_dropped_is_the_mask_with_no_effect():
     assert lines_in(result.message) == marked_lines(fn)
     assert_says(
         result.message,
-        says=("the mask has no effect", "masked_fill returns a new tensor", "masked_fill_"),
-        never=("matches no known mistake", "softmax"),
+        says=("the mask has no effect", "masked_fill returns a new tensor", "throws the result"),
+        never=("matches no known mistake", "softmax", "masked_fill_", "Assign it"),
     )
 
 
@@ -1147,8 +1154,11 @@ def test_p8_split_with_num_heads_is_a_chunk_size_not_an_h_from_another_cell():
     assert lines_in(result.message) == marked_lines(fn)
     assert_says(
         result.message,
-        says=("Tensor.split(n, dim) cuts pieces of n features each, not n pieces", "chunk("),
-        never=("another cell", "left over", "Note:", "not a number"),
+        says=(
+            "Tensor.split(n, dim) cuts pieces of n features each, not n pieces",
+            "makes 4 pieces. Aim for num_heads pieces of d_k features each.",
+        ),
+        never=("another cell", "left over", "Note:", "not a number", "chunk("),
     )
 
 
@@ -1205,8 +1215,8 @@ def test_m1_a_numpy_array_returned_is_said_to_be_one(fn, check, shape):
     message = check_exercise(fn, check, echo=False).message
     assert_says(
         message,
-        says=("returned a numpy array (ndarray), not a torch tensor", shape, "torch.from_numpy"),
-        never=("Expected shape", "got ndarray"),
+        says=("returned a numpy array (ndarray), not a torch tensor", shape, "a torch tensor back"),
+        never=("Expected shape", "got ndarray", "from_numpy"),
     )
 
 
@@ -1214,7 +1224,7 @@ def test_m2_a_missing_transpose_is_not_a_transpose_that_swaps_the_wrong_dims():
     message = check_exercise(learner_code.split_03_no_transpose, "split_heads", echo=False).message
     assert_says(
         message,
-        says=("dims 1 and 2 swapped", "no transpose or permute: one is missing"),
+        says=("dims 1 and 2 swapped", "never reorders its dims: that step is missing"),
         never=("your transpose",),
     )
 
@@ -1236,3 +1246,87 @@ def test_m6_09_names_the_residual_too():
     result = check_exercise(fn, "cross_attention", echo=False)
     assert result.mistakes == ("residual_added",), result.message
     assert lines_in(result.message) == marked_lines(fn)
+
+
+# --- hints point at the idea and the line, never at the code that fixes it ----------------------
+
+# code a message must not hand over as the fix (the learner's own lines, quoted as
+# "line N: `...`", are taken out first: they may hold any of these)
+FIX_AS_CODE = [
+    r"\.unsqueeze\(", r"\.transpose\(", r"\.view\(", r"\.reshape\(", r"\.permute\(",
+    r"\.contiguous\(", r"masked_fill_?\(", r"\bmasked_fill_\b", r"\bdim\s*=", r"@\s*\w+\.m?T\b",
+    r"\b[a-z_]\w*\.m?T\b", r"\btorch\.\w+\(", r"\bF\.\w+\(", r"\bchunk\(", r"\.split\(\s*d_k",
+    r"\bfrom_numpy\b", r"\[:, None\]", r"\bsqrt\(", r"\*\*\s*0\.5",
+]  # fmt: skip
+_QUOTED_LINE = re.compile(r"line \d+: `[^`]*`")
+
+
+def fix_as_code(message: str) -> list[str]:
+    """The fix-as-code patterns the message holds outside the learner's quoted lines."""
+    text = _QUOTED_LINE.sub("line N: <their code>", message)
+    return [pattern for pattern in FIX_AS_CODE if re.search(pattern, text)]
+
+
+def _checked(fn) -> str:
+    """The message the course's check for fn's exercise prints (chosen by fn's parameters)."""
+    params = list(inspect.signature(fn).parameters)
+    if params[:2] == ["x", "context"]:
+        return check_exercise(fn, "cross_attention", echo=False).message
+    exercise = {("t", "num_heads"): "split_heads", ("x", "w_q", "w_k"): "head_scores",
+                ("x", "w_q", "w_k", "w_v"): "one_head"}.get(tuple(params))  # fmt: skip
+    if exercise:
+        return check_exercise(fn, exercise, echo=False).message
+    if params == ["x", "w_q", "w_k", "w_v", "w_o"]:
+        return diagnose(fn, echo=False, per_head=True).message
+    return diagnose(fn, echo=False, mask="mask" in params).message
+
+
+WRONG_ATTEMPTS = {
+    **{
+        name: fn for name, fn in vars(learner_code).items()
+        if inspect.isfunction(fn) and fn.__module__ == learner_code.__name__
+        and fn not in learner_code.CORRECT
+    },
+    **{f"switched_{m}": learner(m) for m in SWITCHED},
+    **{f"loop_{m}": per_head_loop(m) for m in ("no_scaling", "softmax_over_queries",
+                                                "keys_as_values", "w_o_missing")},
+    **{f"cross_{m}": cross_learner(m) for m in CONTEXT_MISTAKES},
+    **{f"scores_{m}": scores_learner(m) for m in (*CIRCUIT_MISTAKES, "no_scaling")},
+}  # fmt: skip
+
+
+def test_fix_as_code_patterns_spare_the_learners_quoted_line_and_catch_the_answer():
+    quoted = "  Where: line 7: `scores = scores.masked_fill(~mask.unsqueeze(1), 0)`"
+    assert fix_as_code(quoted) == []
+    for answer in ("mask.unsqueeze(1)", "a projection is x @ w.T", "softmax(dim=-1)",
+                   "the x·W layout's W^Q is w_q.T", "torch.cat(heads, dim=-1)"):  # fmt: skip
+        assert fix_as_code(answer), answer
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_ATTEMPTS))
+def test_no_message_for_a_wrong_attempt_hands_over_the_fix_as_code(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # F.softmax without a dim warns at the learner's line
+        message = _checked(WRONG_ATTEMPTS[name])
+    assert not message.startswith("✓"), message
+    assert fix_as_code(message) == [], message
+
+
+def test_no_catalogued_hint_or_check_hint_hands_over_the_fix_as_code():
+    from helpers.checks import check_attention_rows, check_shape
+    from helpers.diagnose import _EXERCISE_HINTS, EXERCISE_OUT, STAGE_HINTS
+
+    texts = [t for pair in (*MISTAKES.values(), *SLIPS.values()) for t in pair]
+    texts += [*STAGE_HINTS.values(), *(t for pair in EXERCISE_OUT.values() for t in pair)]
+    texts += [t for hints in _EXERCISE_HINTS.values() for t in hints.values()]
+    for got, expected in (((6, 8), (2, 6, 8)), ((2, 6, 2, 4), (2, 6, 8)), ((2, 8, 6), (2, 6, 8)),
+                          ((2, 3, 16), (2, 6, 8)), ((2, 6, 16), (2, 6, 8))):  # fmt: skip
+        with pytest.raises(AssertionError) as err:
+            check_shape(torch.zeros(got), expected, "q")
+        texts.append(str(err.value))
+    for weights in (torch.randn(4, 4).softmax(dim=0), torch.rand(4, 4), torch.randn(4, 4)):
+        with pytest.raises(AssertionError) as err:
+            check_attention_rows(weights)
+        texts.append(str(err.value))
+    for text in texts:
+        assert fix_as_code(text) == [], text
