@@ -1,10 +1,11 @@
 """Checks behind the notebooks' ✓ lines that state more than an equality or a shape.
 
 Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
-raises AssertionError saying what came instead. `tests/test_claims.py` (01–09) and
-`tests/test_claims_11_12.py` feed each one a wrong object (a biased layer, heads that share a
-matrix, a head looking elsewhere, a missing scale) and show it fails. Notebooks 08 and 10 check
-counts of what a call asks of PyTorch; those checks sit beside the counting, in `helpers.timing`.
+raises AssertionError saying what came instead. `tests/test_claims.py` and
+`tests/test_claims_softmax_and_matrices.py` feed each one a wrong object (a biased layer, heads
+that share a matrix, a head looking elsewhere, a missing scale) and show it fails. Notebooks 08
+and 13 check counts of what a call asks of PyTorch; those checks sit beside the counting, in
+`helpers.timing`.
 Torch only: no plotting, no widgets.
 """
 

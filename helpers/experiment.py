@@ -1,7 +1,7 @@
 """Small experiments: two tasks, each trained on CPU in about a second, and the measurements
-behind the √d_k in the scores and dropout on the weights (notebooks 02 and 07), with the checks behind
-11's ✓ lines: each prints one line naming what it compared, or raises AssertionError saying what
-came instead (`tests/test_claims_11_12.py` feeds each one a wrong measurement).
+behind the √d_k in the scores (notebook 02). The checks behind those notebooks' ✓ lines are in
+helpers.claims: each prints one line naming what it compared, or raises AssertionError saying what
+came instead (`tests/test_claims_softmax_and_matrices.py` feeds each one a wrong measurement).
 
 `two_place`: a task that needs two places at once, to compare one head with h heads.
 

@@ -135,7 +135,7 @@ MISTAKES: dict[str, tuple[str, str]] = {
 }
 
 CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
-CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 12's exercise: scores from W_QK
+CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 16's exercise: scores from W_QK
 
 SLIPS: dict[str, tuple[str, str]] = {
     "keys_from_w_q": (
@@ -226,7 +226,7 @@ WRONG_NUM_HEADS = "num_heads_"
 
 def describe(name: str, cut: str = "q, k and v") -> tuple[str, str]:
     """(what it looks like, hint) for a catalogued mistake or a slip; `cut` says what a wrong
-    number of heads cuts ("q, k and v", or "t is" in 03's exercise)."""
+    number of heads cuts ("q, k and v", or "t is" in 05's exercise)."""
     if name.startswith(WRONG_NUM_HEADS):
         count = name.removeprefix(WRONG_NUM_HEADS)
         are = "" if cut.endswith((" is", " are")) else " are"
@@ -422,7 +422,7 @@ def head_scores_stages(
     mistakes: Iterable[str] = (),
     given: dict | None = None,
 ) -> dict[str, torch.Tensor]:
-    """12's exercise, stage by stage: one head's W_QK = W^Q·W^Kᵀ (x·W layout, d_model x d_model),
+    """16's exercise, stage by stage: one head's W_QK = W^Q·W^Kᵀ (x·W layout, d_model x d_model),
     x·W_QK (B, T, d_model), the scores x·W_QK·xᵀ / √d_k (B, T, T); out = the scores."""
     m = set(mistakes)
     s = _Stages(given)
@@ -439,7 +439,7 @@ def head_scores_stages(
 def split_stages(
     t: torch.Tensor, num_heads: int, mistakes: Iterable[str] = (), given: dict | None = None
 ) -> dict[str, torch.Tensor]:
-    """03's exercise: (B, T, d_model) cut into (B, h, T, d_k), the only stage."""
+    """05's exercise: (B, T, d_model) cut into (B, h, T, d_k), the only stage."""
     s = _Stages(given)
     for name in mistakes:  # "num_heads_4": cut into 4 heads, whatever num_heads says
         if name.startswith(WRONG_NUM_HEADS):

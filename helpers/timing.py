@@ -8,7 +8,7 @@
   the PyTorch version, so notebooks 08 and 13 check their claims on them, never on times.
 - `check_fusing_counts` (08), `check_step_counts` and `check_cache_bytes` (10) are the checks
   on them: each prints ✓ lines naming what it compared, or raises AssertionError saying what
-  came instead (`tests/test_claims_08_10.py` feeds each one a wrong object).
+  came instead (`tests/test_claims_counts.py` feeds each one a wrong object).
 
 Torch only.
 """

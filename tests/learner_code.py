@@ -578,7 +578,7 @@ def softmax_in_half_precision(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
 h = 4
 
 
-def fused_05_projections_without_T(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_projections_without_T(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q = (x @ w_q).view(B, T, num_heads, d_k).transpose(1, 2)  # <-
@@ -589,24 +589,24 @@ def fused_05_projections_without_T(x, w_q, w_k, w_v, w_o, num_heads):
     return merged @ w_o.T
 
 
-def head_scores_12_divided_by_d_k_squared(x, w_q, w_k):
+def head_scores_16_divided_by_d_k_squared(x, w_q, w_k):
     d_k = w_q.shape[0]
     w_qk = w_q.T @ w_k
     return x @ w_qk @ x.transpose(-2, -1) / d_k**2  # <-
 
 
-def head_scores_12_divided_by_3(x, w_q, w_k):
+def head_scores_16_divided_by_3(x, w_q, w_k):
     w_qk = w_q.T @ w_k
     return x @ w_qk @ x.transpose(-2, -1) / 3  # <-
 
 
-def head_scores_12_w_q_twice(x, w_q, w_k):
+def head_scores_16_w_q_twice(x, w_q, w_k):
     d_k = w_q.shape[0]
     W_QK = w_q.T @ w_q  # <-
     return x @ W_QK @ x.transpose(-2, -1) / d_k**0.5
 
 
-def loop_02_head_0_for_every_head(x, w_q, w_k, w_v, w_o):
+def loop_03_head_0_for_every_head(x, w_q, w_k, w_v, w_o):
     heads = []
     for i in range(len(w_q)):  # noqa: B007 - i is the slip: it is never used
         q, k, v = x @ w_q[0].T, x @ w_k[0].T, x @ w_v[0].T  # <-
@@ -616,7 +616,7 @@ def loop_02_head_0_for_every_head(x, w_q, w_k, w_v, w_o):
     return concat @ w_o.T
 
 
-def cross_09_w_k_and_w_v_swapped(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_12_w_k_and_w_v_swapped(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k, d_k = context.shape[1], d_model // num_heads
     q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
@@ -627,14 +627,14 @@ def cross_09_w_k_and_w_v_swapped(x, context, w_q, w_k, w_v, w_o, num_heads):
     return (weights @ v).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
 
 
-def split_03_notebook_h(t, num_heads):
+def split_05_notebook_h(t, num_heads):
     B, T, d_model = t.shape
     d_k = d_model // h
     blocks = t.view(B, T, h, d_k)  # <-
     return blocks.transpose(1, 2)
 
 
-def loop_02_notebook_h(x, w_q, w_k, w_v, w_o):
+def loop_03_notebook_h(x, w_q, w_k, w_v, w_o):
     heads = []
     for i in range(h):
         q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T  # <-
@@ -643,7 +643,7 @@ def loop_02_notebook_h(x, w_q, w_k, w_v, w_o):
     return torch.cat(heads, dim=-1) @ w_o.T
 
 
-def fused_05_notebook_h(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_notebook_h(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     d_k = d_model // h
     q, k, v = ((x @ w.T).view(B, T, h, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))  # <-
@@ -665,7 +665,7 @@ def one_head_01_plus_v(x, w_q, w_k, w_v):
     return w @ v + v  # <-
 
 
-def loop_02_cat_on_dim_0(x, w_q, w_k, w_v, w_o):
+def loop_03_cat_on_dim_0(x, w_q, w_k, w_v, w_o):
     heads = []
     for wq, wk, wv in zip(w_q, w_k, w_v):
         q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
@@ -675,7 +675,7 @@ def loop_02_cat_on_dim_0(x, w_q, w_k, w_v, w_o):
     return concat @ w_o.T  # <-
 
 
-def cross_09_values_from_x(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_12_values_from_x(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k, d_k = context.shape[1], d_model // num_heads
     q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
@@ -686,7 +686,7 @@ def cross_09_values_from_x(x, context, w_q, w_k, w_v, w_o, num_heads):
     return out.transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
 
 
-def head_scores_12_layout_read_as_x_w(x, w_q, w_k):
+def head_scores_16_layout_read_as_x_w(x, w_q, w_k):
     w_qk = w_q @ w_k.T  # (d_k, d_k): nn.Linear's layout read as x·W
     return x @ w_qk @ x.transpose(-2, -1) / 2  # <-
 
@@ -703,7 +703,7 @@ def one_head_01_softmax_without_dim(x, w_q, w_k, w_v):
 d_k = 16  # a notebook's d_k from another cell (d_model = 64, 4 heads), read by the loop below
 
 
-def fused_05_merge_order_one_line(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_merge_order_one_line(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -714,7 +714,7 @@ def fused_05_merge_order_one_line(x, w_q, w_k, w_v, w_o, num_heads):
     return out
 
 
-def fused_05_merge_order_two_lines(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_merge_order_two_lines(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -726,7 +726,7 @@ def fused_05_merge_order_two_lines(x, w_q, w_k, w_v, w_o, num_heads):
     return out
 
 
-def fused_05_merge_permute(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_merge_permute(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -735,7 +735,7 @@ def fused_05_merge_permute(x, w_q, w_k, w_v, w_o, num_heads):
     return out @ w_o.T
 
 
-def cross_09_merge_permute(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_12_merge_permute(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k = context.shape[1]
     d_k = d_model // num_heads
@@ -746,7 +746,7 @@ def cross_09_merge_permute(x, context, w_q, w_k, w_v, w_o, num_heads):
     return (a @ v).permute(0, 2, 3, 1).reshape(B, T_q, d_model) @ w_o.T  # <-
 
 
-def loop_02_cat_on_the_batch_then_view(x, w_q, w_k, w_v, w_o):
+def loop_03_cat_on_the_batch_then_view(x, w_q, w_k, w_v, w_o):
     heads = []
     for wq, wk, wv in zip(w_q, w_k, w_v):
         q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
@@ -754,7 +754,7 @@ def loop_02_cat_on_the_batch_then_view(x, w_q, w_k, w_v, w_o):
     return torch.cat(heads, dim=0).view(x.shape) @ w_o.T  # <-
 
 
-def masked_06_extra_causal_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+def masked_09_extra_causal_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -767,7 +767,7 @@ def masked_06_extra_causal_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
 
 
-def masked_06_masked_fill_result_dropped(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+def masked_09_masked_fill_result_dropped(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -778,7 +778,7 @@ def masked_06_masked_fill_result_dropped(x, w_q, w_k, w_v, w_o, num_heads, mask=
     return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
 
 
-def masked_06_multiplied_by_the_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+def masked_09_multiplied_by_the_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -803,7 +803,7 @@ def one_head_01_weights_transposed_on_return(x, w_q, w_k, w_v):
     return weights.transpose(-2, -1) @ v  # <-
 
 
-def loop_02_global_d_k(x, w_q, w_k, w_v, w_o):
+def loop_03_global_d_k(x, w_q, w_k, w_v, w_o):
     heads = []
     for wq, wk, wv in zip(w_q, w_k, w_v):
         q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
@@ -812,13 +812,13 @@ def loop_02_global_d_k(x, w_q, w_k, w_v, w_o):
     return torch.cat(heads, -1) @ w_o.T
 
 
-def head_scores_12_scores_transposed(x, w_q, w_k):
+def head_scores_16_scores_transposed(x, w_q, w_k):
     d_k = w_q.shape[0]
     w_qk = w_q.T @ w_k
     return (x @ w_qk @ x.transpose(-2, -1)).transpose(-2, -1) / d_k**0.5  # <-
 
 
-def fused_05_q_and_k_both_scaled(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_q_and_k_both_scaled(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
@@ -829,7 +829,7 @@ def fused_05_q_and_k_both_scaled(x, w_q, w_k, w_v, w_o, num_heads):
     return out @ w_o.T
 
 
-def loop_02_q_and_k_scaled_in_the_projection(x, w_q, w_k, w_v, w_o):
+def loop_03_q_and_k_scaled_in_the_projection(x, w_q, w_k, w_v, w_o):
     heads = []
     for wq, wk, wv in zip(w_q, w_k, w_v):
         d = wq.shape[0] ** 0.5
@@ -838,13 +838,13 @@ def loop_02_q_and_k_scaled_in_the_projection(x, w_q, w_k, w_v, w_o):
     return torch.cat(heads, -1) @ w_o.T
 
 
-def head_scores_12_w_qk_scaled_and_scores_scaled(x, w_q, w_k):
+def head_scores_16_w_qk_scaled_and_scores_scaled(x, w_q, w_k):
     d_k = w_q.shape[0]
     w_qk = (w_q.T / d_k**0.5) @ w_k  # <-
     return x @ w_qk @ x.transpose(-2, -1) / d_k**0.5
 
 
-def split_03_split_takes_a_size(t, num_heads):
+def split_05_split_takes_a_size(t, num_heads):
     return torch.stack(t.split(num_heads, dim=-1), dim=1)  # <-
 
 
@@ -853,11 +853,11 @@ def one_head_01_divided_by_2(x, w_q, w_k, w_v):
     return (q @ k.transpose(-2, -1) / 2).softmax(-1) @ v
 
 
-def split_03_hard_coded_sizes(t, num_heads):
+def split_05_hard_coded_sizes(t, num_heads):
     return t.view(2, 5, 3, 4).transpose(1, 2)
 
 
-def fused_05_three_heads_and_2_written_in(x, w_q, w_k, w_v, w_o, num_heads):
+def fused_06_three_heads_and_2_written_in(x, w_q, w_k, w_v, w_o, num_heads):
     B, T, d_model = x.shape
     q, k, v = ((x @ w.T).view(B, T, 3, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
     w = (q @ k.transpose(-2, -1) / 2).softmax(-1)
@@ -872,23 +872,23 @@ def one_head_01_numpy(x, w_q, w_k, w_v):
     return (e / e.sum(-1, keepdims=True)) @ v
 
 
-def split_03_numpy(t, num_heads):
+def split_05_numpy(t, num_heads):
     B, T, d_model = t.shape
     return t.numpy().reshape(B, T, num_heads, -1).transpose(0, 2, 1, 3)
 
 
-def head_scores_12_numpy(x, w_q, w_k):
+def head_scores_16_numpy(x, w_q, w_k):
     W = w_q.numpy().T @ w_k.numpy()
     xn = x.numpy()
     return xn @ W @ xn.transpose(0, 2, 1) / np.sqrt(w_q.shape[0])
 
 
-def split_03_no_transpose(t, num_heads):
+def split_05_no_transpose(t, num_heads):
     B, T, d_model = t.shape
     return t.view(B, T, num_heads, d_model // num_heads)
 
 
-def cross_09_residual(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_12_residual(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k = context.shape[1]
     d_k = d_model // num_heads
@@ -899,7 +899,7 @@ def cross_09_residual(x, context, w_q, w_k, w_v, w_o, num_heads):
     return x + (a @ v).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T  # <-
 
 
-def masked_06_mask_without_head_dim(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+def masked_09_mask_without_head_dim(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     B, T, d_model = x.shape
     d_k = d_model // num_heads
     q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))

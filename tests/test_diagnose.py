@@ -272,7 +272,7 @@ def test_exceptions_and_wrong_shapes_become_messages():
     message = diagnose(mask_without_head_dim, echo=False).message
     assert "A mask of shape (B, T, T) has no head dim" in message
     assert "scores of shape (B, h, T, T): it has to be (B, 1, T, T)." in message
-    fn = learner_code.masked_06_mask_without_head_dim  # the learner's own masked_fill
+    fn = learner_code.masked_09_mask_without_head_dim  # the learner's own masked_fill
     message = diagnose(fn, echo=False).message
     assert f"(line {marked_lines(fn)[0]}: `" in message and "has no head dim" in message
 
@@ -777,8 +777,8 @@ def lines_in(message: str) -> list[int]:
     return [int(part.split(":")[0]) for part in message.split("Where: line ")[1:]]
 
 
-def test_05_q_k_v_without_T_and_w_o_right_get_only_that_finding():
-    fn = learner_code.fused_05_projections_without_T
+def test_06_q_k_v_without_T_and_w_o_right_get_only_that_finding():
+    fn = learner_code.fused_06_projections_without_T
     result = diagnose(fn, echo=False, mask=False)
     assert result.mistakes == ("weights_transposed",), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -797,13 +797,13 @@ def test_all_four_matrices_transposed_is_two_findings_each_on_its_line():
 @pytest.mark.parametrize(
     ("fn", "says"),
     [
-        (learner_code.head_scores_12_divided_by_d_k_squared, "yours are the reference's × 0.125"),
-        (learner_code.head_scores_12_divided_by_3, "yours are the reference's × 0.667"),
-        (learner_code.head_scores_12_w_q_twice, "Your W_QK differs from the reference's"),
+        (learner_code.head_scores_16_divided_by_d_k_squared, "yours are the reference's × 0.125"),
+        (learner_code.head_scores_16_divided_by_3, "yours are the reference's × 0.667"),
+        (learner_code.head_scores_16_w_q_twice, "Your W_QK differs from the reference's"),
     ],
     ids=["d_k**2", "3", "w_q.T @ w_q"],
 )
-def test_12_an_unknown_slip_points_at_its_line_not_at_a_q_it_never_makes(fn, says):
+def test_16_an_unknown_slip_points_at_its_line_not_at_a_q_it_never_makes(fn, says):
     result = check_exercise(fn, "head_scores", echo=False)
     assert result.mistakes == (None,), result.message
     assert says in result.message
@@ -812,8 +812,8 @@ def test_12_an_unknown_slip_points_at_its_line_not_at_a_q_it_never_makes(fn, say
         assert false not in result.message, result.message
 
 
-def test_02_head_0s_matrices_for_every_head_are_blamed_where_the_slices_are_taken():
-    fn = learner_code.loop_02_head_0_for_every_head
+def test_03_head_0s_matrices_for_every_head_are_blamed_where_the_slices_are_taken():
+    fn = learner_code.loop_03_head_0_for_every_head
     result = diagnose(fn, echo=False, per_head=True)
     assert result.mistakes == (None,), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -821,8 +821,8 @@ def test_02_head_0s_matrices_for_every_head_are_blamed_where_the_slices_are_take
     assert "side by side" not in result.message and "torch.cat" not in result.message
 
 
-def test_09_w_k_and_w_v_swapped_are_blamed_on_the_k_and_v_lines():
-    fn = learner_code.cross_09_w_k_and_w_v_swapped
+def test_12_w_k_and_w_v_swapped_are_blamed_on_the_k_and_v_lines():
+    fn = learner_code.cross_12_w_k_and_w_v_swapped
     result = check_exercise(fn, "cross_attention", echo=False)
     assert lines_in(result.message) == marked_lines(fn), result.message
     assert result.mistakes == (None, "values_from_w_k")
@@ -834,8 +834,8 @@ def test_09_w_k_and_w_v_swapped_are_blamed_on_the_k_and_v_lines():
         assert false not in result.message, result.message
 
 
-def test_03_a_notebook_h_is_named_with_the_sizes_the_check_uses():
-    fn = learner_code.split_03_notebook_h
+def test_05_a_notebook_h_is_named_with_the_sizes_the_check_uses():
+    fn = learner_code.split_05_notebook_h
     result = check_exercise(fn, "split_heads", echo=False)
     assert result.mistakes == ("num_heads_4",), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -867,15 +867,15 @@ def test_a_shape_in_another_order_names_a_transpose_only_when_the_numbers_are_th
     )
 
 
-def test_02_and_05_a_notebook_h_gets_the_sizes_not_a_bare_error():
-    loop = diagnose(learner_code.loop_02_notebook_h, echo=False, per_head=True).message
+def test_03_and_06_a_notebook_h_gets_the_sizes_not_a_bare_error():
+    loop = diagnose(learner_code.loop_03_notebook_h, echo=False, per_head=True).message
     assert loop.startswith("✗ Your function raised IndexError: list index out of range (line ")
     assert loop.endswith(
         "Note: your function reads h (= 4) from outside it, not from its arguments; the check "
         "calls it with B = 2, T = 5, d_model = 12 and lists of 3 heads' matrices (so d_k = 4): "
         "take every size from the arguments."
     )
-    fused = diagnose(learner_code.fused_05_notebook_h, echo=False, mask=False)
+    fused = diagnose(learner_code.fused_06_notebook_h, echo=False, mask=False)
     assert fused.mistakes == ("num_heads_4",)
     assert "the check calls it with B = 2, T = 5, d_model = 12 and num_heads = 3" in fused.message
 
@@ -909,10 +909,10 @@ def test_01_w_at_v_plus_v_is_the_output_not_heads_put_side_by_side():
 
 
 def test_the_layout_hint_only_when_a_weight_matrix_as_given_is_a_side_of_the_product():
-    cat = diagnose(learner_code.loop_02_cat_on_dim_0, echo=False, per_head=True).message
-    cross = check_exercise(learner_code.cross_09_values_from_x, "cross_attention", echo=False)
-    for message, fn in ((cat, learner_code.loop_02_cat_on_dim_0),
-                        (cross.message, learner_code.cross_09_values_from_x)):  # fmt: skip
+    cat = diagnose(learner_code.loop_03_cat_on_dim_0, echo=False, per_head=True).message
+    cross = check_exercise(learner_code.cross_12_values_from_x, "cross_attention", echo=False)
+    for message, fn in ((cat, learner_code.loop_03_cat_on_dim_0),
+                        (cross.message, learner_code.cross_12_values_from_x)):  # fmt: skip
         assert "Hint: the two sides of a product do not line up" in message
         assert f"(line {marked_lines(fn)[0]}: `" in message
         assert "out_features" not in message and "x @ w.T" not in message, message
@@ -926,7 +926,7 @@ def test_the_layout_hint_only_when_a_weight_matrix_as_given_is_a_side_of_the_pro
         "weight: the input's d_model features must meet a weight's in_features, its second dim."
     )
     product = check_exercise(
-        learner_code.head_scores_12_layout_read_as_x_w, "head_scores", echo=False
+        learner_code.head_scores_16_layout_read_as_x_w, "head_scores", echo=False
     ).message
     assert product.endswith("while the x·W layout's W^Q is (in_features, out_features).")
     for text in (cat, cross.message, message, product):
@@ -1009,10 +1009,10 @@ def assert_says(message: str, says: tuple = (), never: tuple = ()) -> None:
 @pytest.mark.parametrize(
     ("fn", "check"),
     [
-        (learner_code.fused_05_merge_order_one_line, "fused"),
-        (learner_code.fused_05_merge_order_two_lines, "fused"),
-        (learner_code.fused_05_merge_permute, "fused"),
-        (learner_code.cross_09_merge_permute, "cross_attention"),
+        (learner_code.fused_06_merge_order_one_line, "fused"),
+        (learner_code.fused_06_merge_order_two_lines, "fused"),
+        (learner_code.fused_06_merge_permute, "fused"),
+        (learner_code.cross_12_merge_permute, "cross_attention"),
     ],
     ids=["05 one line", "05 two lines", "05 permute", "09 permute"],
 )
@@ -1031,7 +1031,7 @@ def test_p1_heads_merged_in_the_wrong_order_are_the_merge_not_a_missing_w_o(fn, 
 
 
 def test_p2_cat_on_the_batch_dim_is_the_merge_not_the_heads():
-    fn = learner_code.loop_02_cat_on_the_batch_then_view
+    fn = learner_code.loop_03_cat_on_the_batch_then_view
     result = diagnose(fn, echo=False, per_head=True)
     assert lines_in(result.message) == marked_lines(fn), result.message
     assert_says(
@@ -1042,7 +1042,7 @@ def test_p2_cat_on_the_batch_dim_is_the_merge_not_the_heads():
 
 
 def test_p3_a_mask_the_check_did_not_ask_for_is_named_on_its_line_never_a_scale():
-    fn = learner_code.masked_06_extra_causal_mask
+    fn = learner_code.masked_09_extra_causal_mask
     result = diagnose(fn, echo=False)
     assert result.mistakes == (None,), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -1054,7 +1054,7 @@ def test_p3_a_mask_the_check_did_not_ask_for_is_named_on_its_line_never_a_scale(
 
 
 def test_p4_a_masked_fill_whose_result_is_dropped_is_the_mask_with_no_effect():
-    fn = learner_code.masked_06_masked_fill_result_dropped
+    fn = learner_code.masked_09_masked_fill_result_dropped
     result = diagnose(fn, echo=False)
     assert result.mistakes == ("mask_ignored",), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -1090,7 +1090,7 @@ def test_p5_a_hint_never_says_this_line_when_no_line_is_given():
 
 
 def test_p6_a_notebook_d_k_is_a_divisor_not_a_claim_that_d_k_divides():
-    fn = learner_code.loop_02_global_d_k
+    fn = learner_code.loop_03_global_d_k
     result = diagnose(fn, echo=False, per_head=True)
     assert lines_in(result.message) == marked_lines(fn), result.message
     assert_says(
@@ -1105,7 +1105,7 @@ def test_p6_a_notebook_d_k_is_a_divisor_not_a_claim_that_d_k_divides():
 
 
 def test_p6_scores_transposed_on_the_return_line_are_not_a_reversed_w_qk():
-    fn = learner_code.head_scores_12_scores_transposed
+    fn = learner_code.head_scores_16_scores_transposed
     result = check_exercise(fn, "head_scores", echo=False)
     assert result.mistakes == (None,), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -1119,10 +1119,10 @@ def test_p6_scores_transposed_on_the_return_line_are_not_a_reversed_w_qk():
 @pytest.mark.parametrize(
     ("fn", "check", "also"),
     [
-        (learner_code.fused_05_q_and_k_both_scaled, "fused", "also scales on line "),
-        (learner_code.loop_02_q_and_k_scaled_in_the_projection, "loop", ""),
+        (learner_code.fused_06_q_and_k_both_scaled, "fused", "also scales on line "),
+        (learner_code.loop_03_q_and_k_scaled_in_the_projection, "loop", ""),
         (
-            learner_code.head_scores_12_w_qk_scaled_and_scores_scaled,
+            learner_code.head_scores_16_w_qk_scaled_and_scores_scaled,
             "head_scores",
             "also scales on line ",
         ),
@@ -1148,7 +1148,7 @@ def test_p7_a_scale_applied_twice_is_placed_where_the_first_extra_scale_is(fn, c
 
 
 def test_p8_split_with_num_heads_is_a_chunk_size_not_an_h_from_another_cell():
-    fn = learner_code.split_03_split_takes_a_size
+    fn = learner_code.split_05_split_takes_a_size
     result = check_exercise(fn, "split_heads", echo=False)
     assert result.mistakes == ("num_heads_4",), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -1167,11 +1167,11 @@ def test_p8_split_with_num_heads_is_a_chunk_size_not_an_h_from_another_cell():
     [
         (learner_code.one_head_01_divided_by_2, "one_head", "2 (B, √d_k)"),
         (
-            learner_code.split_03_hard_coded_sizes,
+            learner_code.split_05_hard_coded_sizes,
             "split_heads",
             "2 (B), 5 (T), 3 (num_heads), 4 (d_k)",
         ),
-        (learner_code.fused_05_three_heads_and_2_written_in, "fused", "3 (num_heads), 2 (B, √d_k)"),
+        (learner_code.fused_06_three_heads_and_2_written_in, "fused", "3 (num_heads), 2 (B, √d_k)"),
     ],  # fmt: skip
     ids=["01 / 2", "03 view(2, 5, 3, 4)", "05 view(B, T, 3, -1) / 2"],
 )
@@ -1206,8 +1206,8 @@ def test_p9_correct_code_in_every_style_is_ticked_at_two_sizes():
     ("fn", "check", "shape"),
     [
         (learner_code.one_head_01_numpy, "one_head", "(2, 5, 4)"),
-        (learner_code.split_03_numpy, "split_heads", "(2, 3, 5, 4)"),
-        (learner_code.head_scores_12_numpy, "head_scores", "(2, 5, 5)"),
+        (learner_code.split_05_numpy, "split_heads", "(2, 3, 5, 4)"),
+        (learner_code.head_scores_16_numpy, "head_scores", "(2, 5, 5)"),
     ],
     ids=["01", "03", "12"],
 )
@@ -1221,7 +1221,7 @@ def test_m1_a_numpy_array_returned_is_said_to_be_one(fn, check, shape):
 
 
 def test_m2_a_missing_transpose_is_not_a_transpose_that_swaps_the_wrong_dims():
-    message = check_exercise(learner_code.split_03_no_transpose, "split_heads", echo=False).message
+    message = check_exercise(learner_code.split_05_no_transpose, "split_heads", echo=False).message
     assert_says(
         message,
         says=("dims 1 and 2 swapped", "never reorders its dims: that step is missing"),
@@ -1230,7 +1230,7 @@ def test_m2_a_missing_transpose_is_not_a_transpose_that_swaps_the_wrong_dims():
 
 
 def test_m5_a_mask_multiplied_in_gets_a_hint_for_any_way_of_masking():
-    fn = learner_code.masked_06_multiplied_by_the_mask
+    fn = learner_code.masked_09_multiplied_by_the_mask
     result = diagnose(fn, echo=False)
     assert result.mistakes == ("mask_filled_with_zero",), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -1242,7 +1242,7 @@ def test_m5_a_mask_multiplied_in_gets_a_hint_for_any_way_of_masking():
 
 
 def test_m6_09_names_the_residual_too():
-    fn = learner_code.cross_09_residual
+    fn = learner_code.cross_12_residual
     result = check_exercise(fn, "cross_attention", echo=False)
     assert result.mistakes == ("residual_added",), result.message
     assert lines_in(result.message) == marked_lines(fn)
