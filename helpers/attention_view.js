@@ -438,16 +438,27 @@ function subscript(i) {
   return String(i).replace(/[0-9]/g, (d) => "₀₁₂₃₄₅₆₇₈₉"[Number(d)]);
 }
 
-function render({ model, el }) {
+// ---------------------------------------------------------------------------------------------
+// One view: its DOM, its state and its handlers. Several views share a page, so everything a view
+// needs lives in one object `v`, passed to the functions below; nothing is kept at module level.
+
+// Layout: the message line, the toolbar (maps / lines and a hint), the canvas and the side table.
+function buildView(model, el) {
   el.classList.add("attention-view");
   const message = element("div", "av-message", el);
   const toolbar = element("div", "av-toolbar", el);
   const body = element("div", "av-body", el);
   const mapsBox = element("div", "av-maps", body);
-  const canvas = element("canvas", "av-canvas", mapsBox);
-  const side = element("div", "av-side", body);
-  const tooltip = element("div", "av-tooltip", mapsBox);
-  const buttons = {};
+  const v = {
+    model, el, message, toolbar, mapsBox,
+    canvas: element("canvas", "av-canvas", mapsBox),
+    side: element("div", "av-side", body),
+    tooltip: element("div", "av-tooltip", mapsBox),
+    buttons: {},
+    store: newStore(),
+    shown: null, // { key, frame, block, maps, geometry } of the last frame drawn with maps
+    lastSide: null,
+  };
   for (const [mode, label] of [["maps", "maps"], ["lines", "lines (query → key)"]]) {
     const b = element("button", "av-mode", toolbar);
     b.type = "button";
@@ -456,263 +467,309 @@ function render({ model, el }) {
       model.set("mode", mode);
       model.save_changes();
     });
-    buttons[mode] = b;
+    v.buttons[mode] = b;
   }
   toolbar.style.display = model.get("toolbar") ? "" : "none";
-  const hint = element("span", "av-hint", toolbar);
-  hint.textContent = "hover a cell for its weight · click a query (row or word) to follow it";
+  v.hint = element("span", "av-hint", toolbar);
+  v.hint.textContent = MAPS_HINT;
+  loadTraits(v.store, model);
+  return v;
+}
 
-  const store = newStore();
-  loadTraits(store, model);
-  let shown = null; // { key, frame, block, maps, geometry } of the last frame drawn with maps
-  let lastSide = null;
+const MAPS_HINT = "hover a cell for its weight · click a query (row or word) to follow it";
 
-  function colormap() {
-    return model.get("colormap").map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
+// Messages: the line above the maps says what is shown, what is coming, or what went wrong.
+function setMessage(v, kind, text) {
+  v.message.className = `av-message av-${kind}`;
+  v.message.textContent = text;
+}
+
+function showState(v, key, frame, state, drawFrame) {
+  const { model, el } = v;
+  // a tooltip names the cell of the frame it was shown on: a new setting takes it away
+  if (key !== el.dataset.key || state !== "ok") v.tooltip.style.display = "none";
+  el.dataset.key = key;
+  el.dataset.state = state;
+  el.classList.toggle("av-stale", state !== "ok");
+  const what = model.get("key_by").map((n) => `${n} = ${model.get(n)}`).join(", ");
+  const notice = model.get("notice");
+  if (state === "pending") setMessage(v, "pending", `⏳ computing ${what} …`);
+  else if (state === "error") {
+    const stale = drawFrame ? " (Greyed: the last setting that worked.)" : "";
+    setMessage(v, "error", `✗ ${frame.error}${stale}`);
+  } else if (notice) setMessage(v, "error", `✗ ${notice}`);
+  else setMessage(v, "ok", frame.note || "");
+  for (const [mode, b] of Object.entries(v.buttons)) b.classList.toggle("av-on", model.get("mode") === mode);
+  const queryIsControl = model.get("key_by").includes("query");
+  v.hint.textContent = model.get("mode") === "lines"
+    ? `click a query word on the left to see only its lines${queryIsControl ? "" : "; again to see all"}`
+    : MAPS_HINT;
+}
+
+// for tests and `make bench`: which frame is on screen, and when it was drawn
+function announce(v, key, state) {
+  const { model, el } = v;
+  el.dataset.drawn = String((Number(el.dataset.drawn) || 0) + 1);
+  el.dataset.query = String(model.get("query"));
+  el.dataset.mode = model.get("mode");
+  const detail = { key, state, note: v.message.textContent };
+  // the time of the animation frame that paints the drawing
+  requestAnimationFrame(() => {
+    const t = performance.now();
+    window.dispatchEvent(new CustomEvent("attention-view:drawn", { detail: { ...detail, t } }));
+  });
+}
+
+// Drawing: the frame for the controls' values, or the last good one greyed while it is missing.
+function frameForControls(v, key) {
+  const frame = v.store.frames[key];
+  const block = frame && v.store.blocks[frame.block];
+  let state = "ok";
+  if (!frame || (!frame.error && !block)) state = "pending";
+  else if (frame.error) state = "error";
+  if (state === "ok") return { frame, state, drawFrame: frame, block };
+  // grey the last good frame; its block is kept here even when the kernel dropped it
+  const shown = v.shown;
+  return { frame, state, drawFrame: shown && shown.frame, block: shown && shown.block };
+}
+
+function sizeCanvas(v) {
+  const width = Math.max(v.mapsBox.clientWidth, 320);
+  const height = v.model.get("height");
+  const dpr = window.devicePixelRatio || 1;
+  v.canvas.style.width = `${width}px`;
+  v.canvas.style.height = `${height}px`;
+  v.canvas.width = Math.round(width * dpr);
+  v.canvas.height = Math.round(height * dpr);
+  const ctx = v.canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  return { ctx, area: { width, height } };
+}
+
+function colormapOf(model) {
+  return model.get("colormap").map((hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)));
+}
+
+// Paint one frame; returns what was drawn where (for hover, click and the tests).
+function paint(v, ctx, area, frame, block) {
+  const model = v.model;
+  if (block.kind === "matrix") {
+    return { maps: null, geometry: drawMatrix(ctx, area, frame, block, model.get("palette")) };
   }
+  const maps = mapsOf(block);
+  const options = {
+    palette: model.get("palette"),
+    colormap: colormapOf(model),
+    selected: model.get("query"),
+    focus: model.get("focus_by") ? model.get(model.get("focus_by")) : -1,
+    enlarge: model.get("enlarge"),
+  };
+  const geometry = model.get("mode") === "lines"
+    ? drawLines(ctx, area, frame, block, maps, options)
+    : drawMaps(ctx, area, frame, block, maps, options);
+  return { maps, geometry };
+}
 
-  function setMessage(kind, text) {
-    message.className = `av-message av-${kind}`;
-    message.textContent = text;
+function drawFrameForControls(v) {
+  const key = currentKey(v.model);
+  const { frame, state, drawFrame, block } = frameForControls(v, key);
+  showState(v, key, frame, state, drawFrame);
+  const { ctx, area } = sizeCanvas(v);
+  if (!drawFrame) {
+    v.side.innerHTML = "";
+    v.lastSide = null;
+    v.shown = null;
+  } else {
+    const { maps, geometry } = paint(v, ctx, area, drawFrame, block);
+    if (drawFrame.side !== v.lastSide) v.side.innerHTML = v.lastSide = drawFrame.side;
+    v.shown = { key: state === "ok" ? key : v.shown.key, frame: drawFrame, block, maps, geometry };
   }
+  announce(v, key, state);
+}
 
-  // A drawing error must not stop the view: say it, and draw again on the next change.
-  function draw() {
-    try {
-      drawFrameForControls();
-    } catch (err) {
-      el.dataset.state = "broken";
-      setMessage("error", `✗ The view could not draw this setting (${err}). Move a control to retry.`);
-    }
+// A drawing error must not stop the view: say it, and draw again on the next change.
+function draw(v) {
+  try {
+    drawFrameForControls(v);
+  } catch (err) {
+    v.el.dataset.state = "broken";
+    setMessage(v, "error", `✗ The view could not draw this setting (${err}). Move a control to retry.`);
   }
+}
 
-  function drawFrameForControls() {
-    const key = currentKey(model);
-    const frame = store.frames[key];
-    const notice = model.get("notice");
-    let state = "ok";
-    let drawFrame = frame;
-    let block = frame && store.blocks[frame.block];
-    if (!frame || (!frame.error && !block)) state = "pending";
-    else if (frame.error) state = "error";
-    if (state !== "ok") {
-      // grey the last good frame; its block is kept here even when the kernel dropped it
-      drawFrame = shown && shown.frame;
-      block = shown && shown.block;
-    }
-    // a tooltip names the cell of the frame it was shown on: a new setting takes it away
-    if (key !== el.dataset.key || state !== "ok") tooltip.style.display = "none";
-    el.dataset.key = key;
-    el.dataset.state = state;
-    el.classList.toggle("av-stale", state !== "ok");
-    const what = model.get("key_by").map((n) => `${n} = ${model.get(n)}`).join(", ");
-    if (state === "pending") setMessage("pending", `⏳ computing ${what} …`);
-    else if (state === "error") {
-      const stale = drawFrame ? " (Greyed: the last setting that worked.)" : "";
-      setMessage("error", `✗ ${frame.error}${stale}`);
-    } else if (notice) setMessage("error", `✗ ${notice}`);
-    else setMessage("ok", frame.note || "");
-    for (const [mode, b] of Object.entries(buttons)) b.classList.toggle("av-on", model.get("mode") === mode);
-    const queryIsControl = model.get("key_by").includes("query");
-    hint.textContent = model.get("mode") === "lines"
-      ? `click a query word on the left to see only its lines${queryIsControl ? "" : "; again to see all"}`
-      : "hover a cell for its weight · click a query (row or word) to follow it";
+// Hover and click: what lies under a point of the canvas.
+function matrixCellAt(m, x, y) {
+  const col = Math.floor((x - m.x0) / m.cell), row = Math.floor((y - m.y0) / m.cell);
+  return col >= 0 && col < m.n_out && row >= 0 && row < m.n_in ? { matrix: true, row, col } : null;
+}
 
-    const width = Math.max(mapsBox.clientWidth, 320);
-    const height = model.get("height");
-    const dpr = window.devicePixelRatio || 1;
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    if (!drawFrame) {
-      side.innerHTML = "";
-      lastSide = null;
-      shown = null;
-      announce(key, state);
-      return;
-    }
-    const area = { width, height };
-    if (block.kind === "matrix") {
-      const geometry = drawMatrix(ctx, area, drawFrame, block, model.get("palette"));
-      if (drawFrame.side !== lastSide) side.innerHTML = lastSide = drawFrame.side;
-      shown = { key: state === "ok" ? key : shown.key, frame: drawFrame, block, maps: null, geometry };
-      announce(key, state);
-      return;
-    }
-    const maps = mapsOf(block);
-    const options = {
-      palette: model.get("palette"),
-      colormap: colormap(),
-      selected: model.get("query"),
-      focus: model.get("focus_by") ? model.get(model.get("focus_by")) : -1,
-      enlarge: model.get("enlarge"),
-    };
-    const geometry = model.get("mode") === "lines"
-      ? drawLines(ctx, area, drawFrame, block, maps, options)
-      : drawMaps(ctx, area, drawFrame, block, maps, options);
-    if (drawFrame.side !== lastSide) {
-      side.innerHTML = drawFrame.side;
-      lastSide = drawFrame.side;
-    }
-    shown = { key: state === "ok" ? key : shown.key, frame: drawFrame, block, maps, geometry };
-    announce(key, state);
+function tileCellAt(geometry, maps, x, y) {
+  for (const t of geometry.tiles) {
+    const k = Math.floor((x - t.x) / t.cell), q = Math.floor((y - t.y) / t.cell);
+    if (k >= 0 && k < maps.tk && q >= 0 && q < maps.tq) return { head: t.head, q, k };
   }
-
-  // for tests and `make bench`: which frame is on screen, and when it was drawn
-  function announce(key, state) {
-    el.dataset.drawn = String((Number(el.dataset.drawn) || 0) + 1);
-    el.dataset.query = String(model.get("query"));
-    el.dataset.mode = model.get("mode");
-    const detail = { key, state, note: message.textContent };
-    // the time of the animation frame that paints the drawing
-    requestAnimationFrame(() => {
-      const t = performance.now();
-      window.dispatchEvent(new CustomEvent("attention-view:drawn", { detail: { ...detail, t } }));
-    });
+  const labelled = geometry.labelled ? [geometry.labelled] : geometry.tiles;
+  const first = labelled.find((t) => x < t.x && x > t.x - geometry.labelW);
+  if (first) {
+    const q = Math.floor((y - first.y) / first.cell);
+    if (q >= 0 && q < maps.tq) return { head: null, q, k: null };
   }
+  return null;
+}
 
-  // (head, query, key) under a point of the canvas, or null
-  function cellAt(x, y) {
-    if (!shown || el.dataset.state !== "ok") return null;
-    const { geometry, maps } = shown;
-    if (geometry.matrix) {
-      const m = geometry.matrix;
-      const col = Math.floor((x - m.x0) / m.cell), row = Math.floor((y - m.y0) / m.cell);
-      if (col >= 0 && col < m.n_out && row >= 0 && row < m.n_in) return { matrix: true, row, col };
-      return null;
-    }
-    if (geometry.tiles) {
-      for (const t of geometry.tiles) {
-        const k = Math.floor((x - t.x) / t.cell), q = Math.floor((y - t.y) / t.cell);
-        if (k >= 0 && k < maps.tk && q >= 0 && q < maps.tq) return { head: t.head, q, k };
-      }
-      const labelled = geometry.labelled ? [geometry.labelled] : geometry.tiles;
-      const first = labelled.find((t) => x < t.x && x > t.x - geometry.labelW);
-      if (first) {
-        const q = Math.floor((y - first.y) / first.cell);
-        if (q >= 0 && q < maps.tq) return { head: null, q, k: null };
-      }
-      return null;
-    }
-    const L = geometry.lines;
-    if (x < L.left + 4) {
-      const q = Math.floor((y - L.yq(0) + L.pitchQ / 2) / L.pitchQ);
-      if (q >= 0 && q < maps.tq) return { head: null, q, k: null };
-    }
-    return null;
+function lineLabelAt(L, maps, x, y) {
+  if (x >= L.left + 4) return null;
+  const q = Math.floor((y - L.yq(0) + L.pitchQ / 2) / L.pitchQ);
+  return q >= 0 && q < maps.tq ? { head: null, q, k: null } : null;
+}
+
+// (head, query, key) under a point of the canvas, a matrix entry, or null
+function cellAt(v, x, y) {
+  if (!v.shown || v.el.dataset.state !== "ok") return null;
+  const { geometry, maps } = v.shown;
+  if (geometry.matrix) return matrixCellAt(geometry.matrix, x, y);
+  if (geometry.tiles) return tileCellAt(geometry, maps, x, y);
+  return lineLabelAt(geometry.lines, maps, x, y);
+}
+
+function hitOf(v, event) {
+  const rect = v.canvas.getBoundingClientRect();
+  return { rect, hit: cellAt(v, event.clientX - rect.left, event.clientY - rect.top) };
+}
+
+function placeTooltip(v, event, rect) {
+  const tooltip = v.tooltip;
+  tooltip.style.display = "block";
+  const x = event.clientX - rect.left + 14, y = event.clientY - rect.top + 14;
+  tooltip.style.left = `${Math.max(0, Math.min(x, v.mapsBox.clientWidth - tooltip.offsetWidth - 4))}px`;
+  tooltip.style.top = `${y}px`;
+  v.canvas.style.cursor = "pointer";
+}
+
+function matrixTooltip(v, hit) {
+  const { block, frame, geometry } = v.shown;
+  const value = block.data[hit.row * block.n_out + hit.col];
+  const head = Math.floor(hit.col / geometry.matrix.dk), own = hit.col % geometry.matrix.dk;
+  v.tooltip.textContent = `${frame.name}[${hit.row}, ${hit.col}] = ${value.toFixed(3)} · head ${head} (its column ${own})`;
+  v.tooltip.dataset.head = head;
+}
+
+function weightTooltip(v, hit) {
+  const { block, maps } = v.shown;
+  const w = maps.at(hit.head, hit.q, hit.k);
+  v.tooltip.textContent = `${block.titles[hit.head]} · query '${block.rows[hit.q]}' → key '${block.cols[hit.k]}' · ${w.toFixed(3)}`;
+  v.tooltip.dataset.head = hit.head;
+  v.tooltip.dataset.query = hit.q;
+  v.tooltip.dataset.key = hit.k;
+}
+
+function showTooltip(v, event) {
+  const { rect, hit } = hitOf(v, event);
+  if (hit && !hit.matrix && hit.head === null) {
+    v.tooltip.style.display = "none"; // a query's label: clickable, no weight to show
+    v.canvas.style.cursor = "pointer";
+    return;
   }
-
-  function showTooltip(event) {
-    const rect = canvas.getBoundingClientRect();
-    const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
-    if (hit && hit.matrix) {
-      const { block, frame, geometry } = shown;
-      const value = block.data[hit.row * block.n_out + hit.col];
-      const head = Math.floor(hit.col / geometry.matrix.dk), own = hit.col % geometry.matrix.dk;
-      tooltip.textContent = `${frame.name}[${hit.row}, ${hit.col}] = ${value.toFixed(3)} · head ${head} (its column ${own})`;
-      tooltip.dataset.head = head;
-      placeTooltip(event, rect);
-      return;
-    }
-    if (!hit || hit.head === null) {
-      tooltip.style.display = "none";
-      canvas.style.cursor = hit ? "pointer" : "default";
-      return;
-    }
-    const { block, maps } = shown;
-    const w = maps.at(hit.head, hit.q, hit.k);
-    tooltip.textContent = `${block.titles[hit.head]} · query '${block.rows[hit.q]}' → key '${block.cols[hit.k]}' · ${w.toFixed(3)}`;
-    tooltip.dataset.head = hit.head;
-    tooltip.dataset.query = hit.q;
-    tooltip.dataset.key = hit.k;
-    placeTooltip(event, rect);
+  if (!hit) {
+    v.tooltip.style.display = "none";
+    v.canvas.style.cursor = "default";
+    return;
   }
+  if (hit.matrix) matrixTooltip(v, hit);
+  else weightTooltip(v, hit);
+  placeTooltip(v, event, rect);
+}
 
-  function placeTooltip(event, rect) {
-    tooltip.style.display = "block";
-    const x = event.clientX - rect.left + 14, y = event.clientY - rect.top + 14;
-    tooltip.style.left = `${Math.max(0, Math.min(x, mapsBox.clientWidth - tooltip.offsetWidth - 4))}px`;
-    tooltip.style.top = `${y}px`;
-    canvas.style.cursor = "pointer";
-  }
+function selectQuery(v, event) {
+  const { model } = v;
+  const { hit } = hitOf(v, event);
+  if (!hit || hit.matrix) return;
+  const keep = model.get("key_by").includes("query"); // the query is a control: never unset
+  model.set("query", hit.q === model.get("query") && !keep ? -1 : hit.q);
+  const focusBy = model.get("focus_by");
+  if (focusBy && hit.head !== null) model.set(focusBy, hit.head); // a click on a tile picks it
+  model.save_changes();
+}
 
-  function selectQuery(event) {
-    const rect = canvas.getBoundingClientRect();
-    const hit = cellAt(event.clientX - rect.left, event.clientY - rect.top);
-    if (!hit || hit.matrix) return;
-    const keep = model.get("key_by").includes("query"); // the query is a control: never unset
-    model.set("query", hit.q === model.get("query") && !keep ? -1 : hit.q);
-    const focusBy = model.get("focus_by");
-    if (focusBy && hit.head !== null) model.set(focusBy, hit.head); // a click on a tile picks it
-    model.save_changes();
-  }
-
-  canvas.addEventListener("mousemove", showTooltip);
-  canvas.addEventListener("mouseleave", () => (tooltip.style.display = "none"));
-  canvas.addEventListener("click", selectQuery);
-
+// Events: the mouse, the model's traits and messages, size and zoom. Returns the clean-up.
+function listen(v) {
+  const { model, canvas } = v;
+  canvas.addEventListener("mousemove", (event) => showTooltip(v, event));
+  canvas.addEventListener("mouseleave", () => (v.tooltip.style.display = "none"));
+  canvas.addEventListener("click", (event) => selectQuery(v, event));
   const traits = ["mode", "query", "notice", "height", "palette", "colormap"];
   const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
-  const redraw = () => draw();
+  const redraw = () => draw(v);
   for (const name of [...traits, ...controls]) model.on(`change:${name}`, redraw);
   const reload = () => {
-    loadTraits(store, model); // a first set, or a whole new one (a new text)
-    draw();
+    loadTraits(v.store, model); // a first set, or a whole new one (a new text)
+    draw(v);
   };
   const onDelta = (msg, buffers) => {
     if (!msg || msg.type !== "delta") return;
-    applyDelta(store, msg, buffers); // a step: what it adds and drops
-    draw();
+    applyDelta(v.store, msg, buffers); // a step: what it adds and drops
+    draw(v);
   };
   for (const name of ["frames", "blocks", "buffer"]) model.on(`change:${name}`, reload);
   model.on("msg:custom", onDelta);
-  // a view rendered late (or again) may have missed deltas: ask the kernel for everything
-  model.send({ type: "snapshot" });
   const resize = new ResizeObserver(redraw);
-  resize.observe(mapsBox);
-  // a zoom changes devicePixelRatio: redraw so the canvas stays sharp
+  resize.observe(v.mapsBox);
+  const stopZoom = watchZoom(redraw);
+  return () => {
+    resize.disconnect();
+    stopZoom();
+    for (const name of [...traits, ...controls]) model.off(`change:${name}`, redraw);
+    for (const name of ["frames", "blocks", "buffer"]) model.off(`change:${name}`, reload);
+    model.off("msg:custom", onDelta);
+  };
+}
+
+// a zoom changes devicePixelRatio: redraw so the canvas stays sharp
+function watchZoom(redraw) {
   let zoom = null;
-  const watchZoom = () => {
+  const onZoom = () => {
+    redraw();
+    watch();
+  };
+  const watch = () => {
     zoom = matchMedia(`(resolution: ${window.devicePixelRatio}dppx)`);
     zoom.addEventListener("change", onZoom, { once: true });
   };
-  const onZoom = () => {
-    redraw();
-    watchZoom();
-  };
-  watchZoom();
-  el.attentionView = {
+  watch();
+  return () => zoom && zoom.removeEventListener("change", onZoom);
+}
+
+// For tests: client coordinates of what is drawn, and what colour it has.
+function testHooks(v) {
+  const canvas = v.canvas;
+  return {
     // client coordinates of a cell's centre, for tests that point at it
     cellCenter(head, q, k) {
       const rect = canvas.getBoundingClientRect();
-      if (shown && shown.geometry.matrix) {
-        const m = shown.geometry.matrix; // (row, column) of the matrix
+      const g = v.shown && v.shown.geometry;
+      if (g && g.matrix) {
+        const m = g.matrix; // (row, column) of the matrix
         return { x: rect.left + m.x0 + (k + 0.5) * m.cell, y: rect.top + m.y0 + (q + 0.5) * m.cell };
       }
-      const t = shown && shown.geometry.tiles && shown.geometry.tiles.find((tile) => tile.head === head);
+      const t = g && g.tiles && g.tiles.find((tile) => tile.head === head);
       if (!t) return null;
       return { x: rect.left + t.x + (k + 0.5) * t.cell, y: rect.top + t.y + (q + 0.5) * t.cell };
     },
     labelCenter(q) {
       const rect = canvas.getBoundingClientRect();
-      if (!shown) return null;
-      if (shown.geometry.lines) {
-        const L = shown.geometry.lines;
-        return { x: rect.left + L.left - 10, y: rect.top + L.yq(q) };
-      }
-      const t = shown.geometry.labelled || shown.geometry.tiles[0];
+      if (!v.shown) return null;
+      const g = v.shown.geometry;
+      if (g.lines) return { x: rect.left + g.lines.left - 10, y: rect.top + g.lines.yq(q) };
+      const t = g.labelled || g.tiles[0];
       return { x: rect.left + t.x - 10, y: rect.top + t.y + (q + 0.5) * t.cell };
     },
     shape() {
-      return shown ? [shown.maps.h, shown.maps.tq] : null;
+      return v.shown ? [v.shown.maps.h, v.shown.maps.tq] : null;
     },
     // the colour drawn inside a cell, a fifth of the way in (clear of the number printed there)
     pixelOf(head, q, k) {
-      const g = shown && shown.geometry;
+      const g = v.shown && v.shown.geometry;
       const t = g && (g.matrix ? { x: g.matrix.x0, y: g.matrix.y0, cell: g.matrix.cell }
         : g.tiles && g.tiles.find((tile) => tile.head === head));
       if (!t) return null;
@@ -721,17 +778,19 @@ function render({ model, el }) {
       return [...canvas.getContext("2d").getImageData(Math.round(x), Math.round(y), 1, 1).data];
     },
     linesDrawn() {
-      return shown && shown.geometry.lines ? shown.geometry.lines.count : 0;
+      return v.shown && v.shown.geometry.lines ? v.shown.geometry.lines.count : 0;
     },
   };
-  draw();
-  return () => {
-    resize.disconnect();
-    if (zoom) zoom.removeEventListener("change", onZoom);
-    for (const name of [...traits, ...controls]) model.off(`change:${name}`, redraw);
-    for (const name of ["frames", "blocks", "buffer"]) model.off(`change:${name}`, reload);
-    model.off("msg:custom", onDelta);
-  };
+}
+
+function render({ model, el }) {
+  const v = buildView(model, el);
+  const stop = listen(v);
+  // a view rendered late (or again) may have missed deltas: ask the kernel for everything
+  model.send({ type: "snapshot" });
+  el.attentionView = testHooks(v);
+  draw(v);
+  return stop;
 }
 
 export default { render };
