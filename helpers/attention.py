@@ -9,6 +9,7 @@
 Conventions (the same in every notebook): `nn.Linear` stores its matrix as
 (out_features, in_features) and computes `x @ W.T`; x is (B, T, d_model); masks are boolean with
 True = may attend (the convention of `torch.nn.functional.scaled_dot_product_attention`).
+`rope=True` turns each head's q and k by position (RoPE, `helpers.positions`) in all three.
 This module is torch only: no plotting, no widgets.
 """
 
@@ -19,6 +20,8 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from helpers.positions import apply_rope, check_rope_width
 
 __all__ = [
     "KVCache",
@@ -133,6 +136,16 @@ def _keys_from(x: torch.Tensor, context: torch.Tensor | None, d_model: int) -> t
             "differ from x's T."
         )
     return context
+
+
+def _check_rope(rope: bool, d_k: int, context: torch.Tensor | None = None) -> None:
+    if rope and context is not None:
+        raise ValueError(
+            "rope=True turns q and k by their positions in one sequence (self-attention); "
+            "cross-attention's queries and keys come from two sequences, so it is not defined here."
+        )
+    if rope:
+        check_rope_width(d_k)
 
 
 def _check_bool(mask: torch.Tensor) -> None:
@@ -260,11 +273,14 @@ def count_parameters(module: nn.Module) -> int:
 class SelfAttention(nn.Module):
     """One attention head: q = x W_qᵀ, k = x W_kᵀ, v = x W_vᵀ, each d_model -> d_k."""
 
-    def __init__(self, d_model: int, d_k: int, bias: bool = False, dropout: float = 0.0):
+    def __init__(
+        self, d_model: int, d_k: int, bias: bool = False, dropout: float = 0.0, rope: bool = False
+    ):
         super().__init__()
         _check_positive("d_model", d_model)
         _check_positive("d_k", d_k)
-        self.d_model, self.d_k = d_model, d_k
+        _check_rope(rope, d_k)
+        self.d_model, self.d_k, self.rope = d_model, d_k, rope
         self.dropout = check_dropout(dropout)  # on the weights, in training mode only
         self.w_q = nn.Linear(d_model, d_k, bias=bias)
         self.w_k = nn.Linear(d_model, d_k, bias=bias)
@@ -278,10 +294,12 @@ class SelfAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Queries from x (B, T_q, d_model); keys and values from context (B, T_k, d_model),
         which is x itself unless given (cross-attention); mask broadcastable to (B, T_q, T_k).
+        With rope, q and k are turned by their positions 0 .. T − 1 first.
 
         Returns out (B, T_q, d_k) and weights (B, T_q, T_k).
         """
         _check_x(x, self.d_model)
+        _check_rope(self.rope, self.d_k, context)
         source = _keys_from(x, context, self.d_model)
         B, T_q, _ = x.shape
         T_k = source.size(1)
@@ -289,6 +307,8 @@ class SelfAttention(nn.Module):
             _check_mask(mask, (B, T_q, T_k), "(B, T_q, T_k)")
         q = self.w_q(x)  # (B, T_q, d_k)
         k, v = self.w_k(source), self.w_v(source)  # each (B, T_k, d_k)
+        if self.rope:
+            q, k = apply_rope(q), apply_rope(k)  # pair i of token m turned by m·θ_i
         return scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
 
 
@@ -307,6 +327,7 @@ class PerHeadMultiHeadAttention(nn.Module):
         d_k: int | None = None,
         num_kv_heads: int | None = None,
         dropout: float = 0.0,
+        rope: bool = False,
     ):
         super().__init__()
         if d_k is None:
@@ -314,11 +335,12 @@ class PerHeadMultiHeadAttention(nn.Module):
         _check_positive("d_model", d_model)
         _check_positive("num_heads", num_heads)
         _check_positive("d_k", d_k)
-        self.d_model, self.num_heads, self.d_k = d_model, num_heads, d_k
+        self.d_model, self.num_heads, self.d_k, self.rope = d_model, num_heads, d_k, rope
         self.num_kv_heads = check_num_kv_heads(num_heads, num_kv_heads)
         self.dropout = check_dropout(dropout)  # each head drops its own weights in training
         self.heads = nn.ModuleList(
-            SelfAttention(d_model, d_k, bias=bias, dropout=dropout) for _ in range(num_heads)
+            SelfAttention(d_model, d_k, bias=bias, dropout=dropout, rope=rope)
+            for _ in range(num_heads)
         )
         # grouped-query: the heads of a group use their first head's K and V (the same modules)
         for i, head in enumerate(self.heads):
@@ -419,9 +441,12 @@ class FusedMultiHeadAttention(nn.Module):
         bias: bool = False,
         num_kv_heads: int | None = None,
         dropout: float = 0.0,
+        rope: bool = False,
     ):
         super().__init__()
         self.d_k = check_num_heads(d_model, num_heads)
+        _check_rope(rope, self.d_k)
+        self.rope = rope  # RoPE: each head's q and k turned by position, after the cut
         self.dropout = check_dropout(dropout)  # on the weights, in training mode only
         self.d_model, self.num_heads = d_model, num_heads
         # grouped-query (1 = multi-query): K and V have num_kv_heads heads, each shared by a group
@@ -449,9 +474,11 @@ class FusedMultiHeadAttention(nn.Module):
 
         With a `KVCache`, x holds only the new tokens of a causal decoding: their k and v join the
         cache, and without a mask each new query sees every key up to its own position; the
-        weights are then (B, h, T_new, T_cached).
+        weights are then (B, h, T_new, T_cached). With rope, each head's q and k are turned by
+        their positions (after the cache's tokens, when there is one) before k is cached.
         """
         _check_x(x, self.d_model)
+        _check_rope(self.rope, self.d_k, context)
         if cache is not None and context is not None:
             raise ValueError(
                 "a KVCache is for self-attention decoding, where keys and values come from the "
@@ -463,8 +490,10 @@ class FusedMultiHeadAttention(nn.Module):
         q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T_q, d_k)
         k = split_heads(self.w_k(source), self.num_kv_heads)  # (B, g, T_k, d_k), g K/V heads
         v = split_heads(self.w_v(source), self.num_kv_heads)  # (B, g, T_k, d_k)
+        past = len(cache) if cache is not None else 0
+        if self.rope:  # each head turns its own pairs: the rotation acts on (B, h, T, d_k)
+            q, k = apply_rope(q, offset=past), apply_rope(k, offset=past)
         if cache is not None:
-            past = len(cache)
             k, v = cache.append(k, v)  # (B, g, past + T_q, d_k): every token so far
             if mask is None:  # causal: new query t sits at position past + t
                 mask = torch.ones(T_q, past + T_q, dtype=torch.bool, device=x.device)

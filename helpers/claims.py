@@ -38,6 +38,9 @@ __all__ = [
     "check_two_place_roles",
     "check_head_patterns",
     "check_anti_diagonal",
+    "check_order_blind",
+    "check_order_seen",
+    "check_relative_scores",
 ]
 
 
@@ -448,3 +451,65 @@ def check_head_ranks(modules: list[nn.Module], at_least: float | None = None) ->
     print(f"✓ {claim}; in each, the smallest of the {d_k} singular values")
     print(f"  is at least {100 * smallest:.1f} % of the largest (≥ {100 * at_least:.0f} %): "
           "no direction has collapsed")  # fmt: skip
+
+
+# --- positions: what attention knows of word order ------------------------------------------------
+
+
+def _permuted_gap(module: nn.Module, x: torch.Tensor, perm: torch.Tensor, mask=None) -> float:
+    """The largest difference between permuting the output and outputting the permuted input,
+    outputs and maps alike: 0 (up to rounding) for attention that is blind to order."""
+    with torch.no_grad():
+        out, weights = module(x, mask)  # (B, T, d_model), (B, h, T, T)
+        out_p, weights_p = module(x[:, perm], mask)
+    moved = weights[:, :, perm][..., perm]  # rows and columns both follow the tokens
+    return max(float((out_p - out[:, perm]).abs().max()), float((weights_p - moved).abs().max()))
+
+
+def check_order_blind(
+    module: nn.Module, x: torch.Tensor, perm: torch.Tensor, name: str, atol: float = 1e-5
+) -> None:
+    """Permute the tokens: a module blind to order gives the outputs permuted the same way, and
+    every map's rows and columns permuted too (permutation-equivariance)."""
+    gap = _permuted_gap(module, x, perm)
+    if gap > atol:
+        raise _fail(
+            f"{name}: blind to order",
+            f"permuting the tokens changes more than the order: max gap {gap:.3g} > {atol:g}",
+        )
+    print(
+        f"✓ {name}: tokens permuted → outputs and all maps permuted the same way (within {atol:g})"
+    )
+
+
+def check_order_seen(
+    module: nn.Module, x: torch.Tensor, perm: torch.Tensor, name: str, mask=None, at_least=1e-3
+) -> float:
+    """The opposite: with positions (or a causal mask) the permuted input gives more than the
+    permuted output, by at least `at_least` somewhere."""
+    gap = _permuted_gap(module, x, perm, mask)
+    if gap < at_least:
+        raise _fail(
+            f"{name}: sees the order",
+            f"the permuted input gives only the permuted output (max gap {gap:.2g} < {at_least:g})",
+        )
+    print(f"✓ {name}: tokens permuted → not just permuted outputs (max gap {gap:.2f})")
+    return gap
+
+
+def check_relative_scores(q: torch.Tensor, k: torch.Tensor, rotate, shifts, name: str) -> None:
+    """RoPE's promise: the score of q at position m against k at position n depends only on m − n.
+    q, k: (T, d_k); rotate(t, offset) turns t's rows as positions offset .. offset + T − 1. For
+    every shift s, the scores of the rows turned from s on equal those turned from 0."""
+    scores = rotate(q, 0) @ rotate(k, 0).T  # (T, T): query at m, key at n
+    worst = max(float((rotate(q, s) @ rotate(k, s).T - scores).abs().max()) for s in shifts)
+    scale = float(scores.abs().max())
+    if worst > 1e-5 * max(scale, 1.0):
+        raise _fail(
+            f"{name}: scores depend only on m − n",
+            f"shifting both positions changes a score by {worst:.3g}",
+        )
+    print(
+        f"✓ {name}: every score unchanged when query and key both move by"
+        f" {', '.join(map(str, shifts))} positions"
+    )

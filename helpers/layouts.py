@@ -88,6 +88,7 @@ def fuse(per_head: PerHeadMultiHeadAttention) -> FusedMultiHeadAttention:
         bias=_has_bias(per_head),
         num_kv_heads=per_head.num_kv_heads,
         dropout=per_head.dropout,
+        rope=per_head.rope,
     )
     for name in _PROJECTIONS:
         linears = _heads_of(per_head, name)  # h for W^Q; one per K/V head for W^K, W^V
@@ -113,6 +114,7 @@ def split(fused: FusedMultiHeadAttention) -> PerHeadMultiHeadAttention:
         bias=_has_bias(fused),
         num_kv_heads=fused.num_kv_heads,
         dropout=fused.dropout,
+        rope=fused.rope,
     )
     for name in _PROJECTIONS:
         source = getattr(fused, name)
@@ -169,6 +171,11 @@ def to_torch(fused: FusedMultiHeadAttention) -> nn.MultiheadAttention:
     if not isinstance(fused, FusedMultiHeadAttention):
         raise ValueError(f"to_torch() takes a FusedMultiHeadAttention; got {type(fused).__name__}.")
     _no_shared_kv(fused, "to_torch() (nn.MultiheadAttention)")
+    if fused.rope:
+        raise ValueError(
+            "to_torch(): nn.MultiheadAttention has no rotary positions, so a module with rope=True "
+            "would lose them; RoPE lives in the model's own attention code (Llama's, for example)."
+        )
     bias = _has_bias(fused)
     mha = _empty_like(
         fused, nn.MultiheadAttention, fused.d_model, fused.num_heads, bias=bias, batch_first=True,
