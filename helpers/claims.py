@@ -467,24 +467,33 @@ def _permuted_gap(module: nn.Module, x: torch.Tensor, perm: torch.Tensor, mask=N
 
 
 def check_order_blind(
-    module: nn.Module, x: torch.Tensor, perm: torch.Tensor, name: str, atol: float = 1e-5
-) -> None:
+    module: nn.Module,
+    x: torch.Tensor,
+    perm: torch.Tensor,
+    name: str,
+    atol: float = 1e-5,
+    echo: bool = True,
+) -> float:
     """Permute the tokens: a module blind to order gives the outputs permuted the same way, and
-    every map's rows and columns permuted too (permutation-equivariance)."""
+    every map's rows and columns permuted too (permutation-equivariance). Returns the largest gap;
+    echo=False checks without printing."""
     gap = _permuted_gap(module, x, perm)
     if gap > atol:
         raise _fail(
             f"{name}: blind to order",
             f"permuting the tokens changes more than the order: max gap {gap:.3g} > {atol:g}",
         )
+    if not echo:
+        return gap
     print(
         f"✓ {name}: tokens permuted → outputs and all maps permuted the same way (within {atol:g})"
     )
+    return gap
 
 
 def check_order_seen(
     module: nn.Module, x: torch.Tensor, perm: torch.Tensor, name: str, mask=None, at_least=1e-3
-) -> float:
+) -> None:
     """The opposite: with positions (or a causal mask) the permuted input gives more than the
     permuted output, by at least `at_least` somewhere."""
     gap = _permuted_gap(module, x, perm, mask)
@@ -494,7 +503,6 @@ def check_order_seen(
             f"the permuted input gives only the permuted output (max gap {gap:.2g} < {at_least:g})",
         )
     print(f"✓ {name}: tokens permuted → not just permuted outputs (max gap {gap:.2f})")
-    return gap
 
 
 def check_relative_scores(q: torch.Tensor, k: torch.Tensor, rotate, shifts, name: str) -> None:
