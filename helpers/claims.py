@@ -4,7 +4,7 @@ Each takes the objects a notebook made and prints ✓ lines naming exactly what 
 raises AssertionError saying what came instead. `tests/test_claims.py` and
 `tests/test_claims_softmax_and_matrices.py` feed each one a wrong object (a biased layer, heads
 that share a matrix, a head looking elsewhere, a missing scale) and show it fails. Notebooks 08
-and 13 check counts of what a call asks of PyTorch; those checks sit beside the counting, in
+and 14 check counts of what a call asks of PyTorch; those checks sit beside the counting, in
 `helpers.timing`.
 Torch only: no plotting, no widgets.
 """
@@ -135,7 +135,7 @@ def check_outputs_differ(a: torch.Tensor, b: torch.Tensor, name: str, at_least: 
 
 
 def check_two_heads_win(one: TrainResult, two: TrainResult) -> None:
-    """Notebook 10's experiment: a 1-head and a 2-head model with the same parameter count, trained
+    """Notebook 11's experiment: a 1-head and a 2-head model with the same parameter count, trained
     alike. The 2-head one names both tokens (previous, first) right at 99 % or more of the
     positions with a final loss below 0.05; the 1-head one stays above 0.15 and misses one of the
     two at more than 10 % of the positions. Accuracy on 1,024 fresh sequences."""
@@ -175,7 +175,7 @@ def _mean_on(weights: torch.Tensor, offset: int | None) -> torch.Tensor:
 
 
 def check_two_place_roles(weights_one: torch.Tensor, weights_two: torch.Tensor) -> None:
-    """Notebook 10's learned maps, (B, 1, T, T) and (B, 2, T, T) on the same sequences: one of the
+    """Notebook 11's learned maps, (B, 1, T, T) and (B, 2, T, T) on the same sequences: one of the
     two heads looks at the previous position and the other at position 0 (each >= 0.9 of its
     weight on average over queries t >= 2), while the single head splits its weight between the
     two places (each below 0.9, together above 0.8)."""
@@ -211,7 +211,7 @@ def check_head_patterns(
     absent: dict[str, float],
     times_mean: float = 4.0,
 ) -> None:
-    """Notebook 11's tour. scores: {pattern: (n_layers, h)} mean weights. For each pattern in
+    """Notebook 12's tour. scores: {pattern: (n_layers, h)} mean weights. For each pattern in
     `found`, the best head gives it more than the threshold and more than `times_mean` × the mean
     head (except [CLS], on which many heads rest); for each pattern in `absent`, no head gives it
     as much as the threshold."""
@@ -240,7 +240,7 @@ def _thresholds(values: dict[str, float]) -> str:
 
 
 def check_anti_diagonal(weights: torch.Tensor, at_least: float = 0.5, most: float = 0.9) -> None:
-    """Notebook 12's reversal. weights: (B, h, T_q, T_k) with T_q = T_k = T, one sequence per row of
+    """Notebook 13's reversal. weights: (B, h, T_q, T_k) with T_q = T_k = T, one sequence per row of
     the batch. Every head, at every output position t of every sequence, puts at least `at_least`
     of its weight on source position T − 1 − t, and at least 0.9 in a share `most` of the cases."""
     B, h, T, _ = weights.shape

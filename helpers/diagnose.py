@@ -15,7 +15,7 @@ engine:
    code departs. The engine switches on each known mistake in turn (the catalogue, MISTAKES, and
    further SLIPS) and keeps the one that lets the most stages match; it then goes on from there to
    find a second departure downstream. A departure no known mistake explains is reported as such,
-   at the first stage the learner made a tensor for (16's code never makes q), or where a head's
+   at the first stage the learner made a tensor for (17's code never makes q), or where a head's
    slice is never made (head 0's matrices in every pass of a loop), or where a right tensor is
    used in another's place (w_k and w_v swapped); the engine continues from the learner's own
    tensor. When it cannot tell the line, the message says so.
@@ -30,7 +30,7 @@ list, e.g. (out, weights) or (out, {stage: tensor}), is told so, and its first i
 (the stages of a dict are searched too). The sizes each exercise's check uses are CHECK_SIZES, in
 words check_sizes(name); a function that reads integers from outside it (a notebook's h = 4) is
 told which, with those sizes. A function right at those sizes is run once more at a second set,
-SECOND_CHECK_SIZES (B = 1, T = 3, d_model = 16, 2 heads of d_k = 8; 12's T_k = 4): the ✓ says it
+SECOND_CHECK_SIZES (B = 1, T = 3, d_model = 16, 2 heads of d_k = 8; 13's T_k = 4): the ✓ says it
 was checked at both; code right only at the first (view(2, 5, 3, 4), / 2 for √d_k) is told so,
 with the numbers written in it that equal a size of the first.
 """
@@ -83,8 +83,8 @@ __all__ = [
 
 ATOL = 1e-4
 B, T, D_MODEL, HEADS = 2, 5, 12, 3  # d_k = 4: every scaling mistake gives different numbers
-ONE_HEAD_D_K = 4  # 01's and 16's one head
-CROSS_T_K = T + 2  # 12's context: longer than x, so a mix-up changes the shape or the numbers
+ONE_HEAD_D_K = 4  # 01's and 17's one head
+CROSS_T_K = T + 2  # 13's context: longer than x, so a mix-up changes the shape or the numbers
 # a second set of sizes, checked once the first gives the right output: code that hard-codes a
 # size (view(2, 5, 3, 4), / 2 for √d_k) is right only at the first
 B2, T2, D_MODEL2, HEADS2, ONE_HEAD_D_K2, CROSS_T_K2 = 1, 3, 16, 2, 8, 4
@@ -877,7 +877,7 @@ _REARRANGE = {"view", "reshape", "transpose", "permute", "contiguous", "flatten"
 
 
 def _made_in_place(stage: str, run: _Run) -> bool:
-    """Whether the learner made a tensor in `stage`'s place (16's code that never makes q has no
+    """Whether the learner made a tensor in `stage`'s place (17's code that never makes q has no
     tensor in q's place: the departure is not there)."""
     if KINDS[stage] == "out":
         return True
@@ -1476,7 +1476,7 @@ def _fallback(out: torch.Tensor, expected: torch.Tensor) -> str:
 
 
 def _sizes(second: bool = False) -> tuple[int, int, int, int, int, int]:
-    """(B, T, d_model, num_heads, one head's d_k, 12's T_k): the first set, or the second."""
+    """(B, T, d_model, num_heads, one head's d_k, 13's T_k): the first set, or the second."""
     if second:
         return B2, T2, D_MODEL2, HEADS2, ONE_HEAD_D_K2, CROSS_T_K2
     return B, T, D_MODEL, HEADS, ONE_HEAD_D_K, CROSS_T_K

@@ -135,7 +135,7 @@ MISTAKES: dict[str, tuple[str, str]] = {
 }
 
 CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
-CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 16's exercise: scores from W_QK
+CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 17's exercise: scores from W_QK
 
 SLIPS: dict[str, tuple[str, str]] = {
     "keys_from_w_q": (
@@ -422,7 +422,7 @@ def head_scores_stages(
     mistakes: Iterable[str] = (),
     given: dict | None = None,
 ) -> dict[str, torch.Tensor]:
-    """16's exercise, stage by stage: one head's W_QK = W^Q·W^Kᵀ (x·W layout, d_model x d_model),
+    """17's exercise, stage by stage: one head's W_QK = W^Q·W^Kᵀ (x·W layout, d_model x d_model),
     x·W_QK (B, T, d_model), the scores x·W_QK·xᵀ / √d_k (B, T, T); out = the scores."""
     m = set(mistakes)
     s = _Stages(given)

@@ -5,7 +5,7 @@
   bench`). Times depend on the machine.
 - `count_calls` counts what one call asks of PyTorch: its operator calls, matrix products,
   multiply-adds, and the numbers read and written. These depend only on the code, the shapes and
-  the PyTorch version, so notebooks 08 and 13 check their claims on them, never on times.
+  the PyTorch version, so notebooks 08 and 14 check their claims on them, never on times.
 - `check_fusing_counts` (08), `check_step_counts` and `check_cache_bytes` (10) are the checks
   on them: each prints ✓ lines naming what it compared, or raises AssertionError saying what
   came instead (`tests/test_claims_counts.py` feeds each one a wrong object).
@@ -192,7 +192,7 @@ def check_step_counts(
     recompute: Sequence[Calls],
     kv_numbers_per_token: int,
 ) -> None:
-    """Notebook 13's claims, on counts (one `Calls` per number of tokens so far T in `sizes`,
+    """Notebook 14's claims, on counts (one `Calls` per number of tokens so far T in `sizes`,
     increasing): (1) a cached step reads every cached key and value: from one T to the next, the
     numbers it reads grow by at least kv_numbers_per_token per token (with the course's KVCache,
     2 · 2·g·d_k·B: `torch.cat` copies the cached k and v on each append, and the attention reads

@@ -589,18 +589,18 @@ def fused_06_projections_without_T(x, w_q, w_k, w_v, w_o, num_heads):
     return merged @ w_o.T
 
 
-def head_scores_16_divided_by_d_k_squared(x, w_q, w_k):
+def head_scores_17_divided_by_d_k_squared(x, w_q, w_k):
     d_k = w_q.shape[0]
     w_qk = w_q.T @ w_k
     return x @ w_qk @ x.transpose(-2, -1) / d_k**2  # <-
 
 
-def head_scores_16_divided_by_3(x, w_q, w_k):
+def head_scores_17_divided_by_3(x, w_q, w_k):
     w_qk = w_q.T @ w_k
     return x @ w_qk @ x.transpose(-2, -1) / 3  # <-
 
 
-def head_scores_16_w_q_twice(x, w_q, w_k):
+def head_scores_17_w_q_twice(x, w_q, w_k):
     d_k = w_q.shape[0]
     W_QK = w_q.T @ w_q  # <-
     return x @ W_QK @ x.transpose(-2, -1) / d_k**0.5
@@ -616,7 +616,7 @@ def loop_03_head_0_for_every_head(x, w_q, w_k, w_v, w_o):
     return concat @ w_o.T
 
 
-def cross_12_w_k_and_w_v_swapped(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_13_w_k_and_w_v_swapped(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k, d_k = context.shape[1], d_model // num_heads
     q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
@@ -675,7 +675,7 @@ def loop_03_cat_on_dim_0(x, w_q, w_k, w_v, w_o):
     return concat @ w_o.T  # <-
 
 
-def cross_12_values_from_x(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_13_values_from_x(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k, d_k = context.shape[1], d_model // num_heads
     q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
@@ -686,7 +686,7 @@ def cross_12_values_from_x(x, context, w_q, w_k, w_v, w_o, num_heads):
     return out.transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
 
 
-def head_scores_16_layout_read_as_x_w(x, w_q, w_k):
+def head_scores_17_layout_read_as_x_w(x, w_q, w_k):
     w_qk = w_q @ w_k.T  # (d_k, d_k): nn.Linear's layout read as x·W
     return x @ w_qk @ x.transpose(-2, -1) / 2  # <-
 
@@ -735,7 +735,7 @@ def fused_06_merge_permute(x, w_q, w_k, w_v, w_o, num_heads):
     return out @ w_o.T
 
 
-def cross_12_merge_permute(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_13_merge_permute(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k = context.shape[1]
     d_k = d_model // num_heads
@@ -812,7 +812,7 @@ def loop_03_global_d_k(x, w_q, w_k, w_v, w_o):
     return torch.cat(heads, -1) @ w_o.T
 
 
-def head_scores_16_scores_transposed(x, w_q, w_k):
+def head_scores_17_scores_transposed(x, w_q, w_k):
     d_k = w_q.shape[0]
     w_qk = w_q.T @ w_k
     return (x @ w_qk @ x.transpose(-2, -1)).transpose(-2, -1) / d_k**0.5  # <-
@@ -838,7 +838,7 @@ def loop_03_q_and_k_scaled_in_the_projection(x, w_q, w_k, w_v, w_o):
     return torch.cat(heads, -1) @ w_o.T
 
 
-def head_scores_16_w_qk_scaled_and_scores_scaled(x, w_q, w_k):
+def head_scores_17_w_qk_scaled_and_scores_scaled(x, w_q, w_k):
     d_k = w_q.shape[0]
     w_qk = (w_q.T / d_k**0.5) @ w_k  # <-
     return x @ w_qk @ x.transpose(-2, -1) / d_k**0.5
@@ -877,7 +877,7 @@ def split_05_numpy(t, num_heads):
     return t.numpy().reshape(B, T, num_heads, -1).transpose(0, 2, 1, 3)
 
 
-def head_scores_16_numpy(x, w_q, w_k):
+def head_scores_17_numpy(x, w_q, w_k):
     W = w_q.numpy().T @ w_k.numpy()
     xn = x.numpy()
     return xn @ W @ xn.transpose(0, 2, 1) / np.sqrt(w_q.shape[0])
@@ -888,7 +888,7 @@ def split_05_no_transpose(t, num_heads):
     return t.view(B, T, num_heads, d_model // num_heads)
 
 
-def cross_12_residual(x, context, w_q, w_k, w_v, w_o, num_heads):
+def cross_13_residual(x, context, w_q, w_k, w_v, w_o, num_heads):
     B, T_q, d_model = x.shape
     T_k = context.shape[1]
     d_k = d_model // num_heads

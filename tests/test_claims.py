@@ -115,7 +115,7 @@ def _maps(T: int, looks_at) -> torch.Tensor:
     return w
 
 
-def test_10_two_place_roles_pass_for_a_previous_head_and_a_first_head(capsys):
+def test_11_two_place_roles_pass_for_a_previous_head_and_a_first_head(capsys):
     two = torch.cat([_maps(8, lambda t: t - 1), _maps(8, lambda t: 0)], dim=1)
     one = (_maps(8, lambda t: t - 1) + _maps(8, lambda t: 0)) / 2
     check_two_place_roles(one, two)
@@ -124,21 +124,21 @@ def test_10_two_place_roles_pass_for_a_previous_head_and_a_first_head(capsys):
     assert "✓ 1 head: 0.50 on the previous position and 0.50 on position 0, split" in out
 
 
-def test_10_two_place_roles_fail_when_both_heads_look_at_the_previous_position():
+def test_11_two_place_roles_fail_when_both_heads_look_at_the_previous_position():
     two = torch.cat([_maps(8, lambda t: t - 1), _maps(8, lambda t: t - 1)], dim=1)
     one = (_maps(8, lambda t: t - 1) + _maps(8, lambda t: 0)) / 2
     with pytest.raises(AssertionError, match="each place needs its own head"):
         check_two_place_roles(one, two)
 
 
-def test_10_two_place_roles_fail_when_the_maps_are_shifted():
+def test_11_two_place_roles_fail_when_the_maps_are_shifted():
     two = torch.cat([_maps(8, lambda t: max(t - 2, 0)), _maps(8, lambda t: 0)], dim=1)
     one = (_maps(8, lambda t: t - 1) + _maps(8, lambda t: 0)) / 2
     with pytest.raises(AssertionError, match="on the previous position per head"):
         check_two_place_roles(one, two)
 
 
-def test_10_two_place_roles_fail_when_the_one_head_does_not_split():
+def test_11_two_place_roles_fail_when_the_one_head_does_not_split():
     two = torch.cat([_maps(8, lambda t: t - 1), _maps(8, lambda t: 0)], dim=1)
     with pytest.raises(AssertionError, match="one head splits its weight"):
         check_two_place_roles(_maps(8, lambda t: t - 1), two)
@@ -192,24 +192,24 @@ FOUND = {"previous token": 0.9, "next token": 0.6, "[CLS]": 0.8, "same word else
 GOOD = {"previous_token": 1.0, "next_token": 0.74, "[CLS]": 0.89, "same_word_elsewhere": 0.46}
 
 
-def test_11_head_patterns_pass_for_minilm_like_scores(capsys):
+def test_12_head_patterns_pass_for_minilm_like_scores(capsys):
     check_head_patterns(_patterns(**GOOD), FOUND, {"[SEP]": 0.5, "itself": 0.5})
     assert "✓ no head gives [SEP] or itself as much as its threshold" in capsys.readouterr().out
 
 
-def test_11_head_patterns_fail_when_a_head_looks_mostly_at_sep():
+def test_12_head_patterns_fail_when_a_head_looks_mostly_at_sep():
     scores = _patterns(**GOOD, **{"[SEP]": 0.8})
     with pytest.raises(AssertionError, match=r"no head looks mostly at \[SEP\]: one head gives"):
         check_head_patterns(scores, FOUND, {"[SEP]": 0.5, "itself": 0.5})
 
 
-def test_11_head_patterns_fail_when_no_head_looks_at_the_next_token():
+def test_12_head_patterns_fail_when_no_head_looks_at_the_next_token():
     scores = _patterns(**(GOOD | {"next_token": 0.3}))
     with pytest.raises(AssertionError, match="a head for next token: the best head gives it 0.30"):
         check_head_patterns(scores, FOUND, {"[SEP]": 0.5})
 
 
-def test_11_head_patterns_fail_when_every_head_does_the_same():
+def test_12_head_patterns_fail_when_every_head_does_the_same():
     scores = _patterns(**GOOD)
     scores["same word elsewhere"] = torch.full((6, 12), 0.46)  # the best head is the mean head
     with pytest.raises(AssertionError, match="not above 4× the mean head"):
@@ -224,12 +224,12 @@ def _anti(B: int, h: int, T: int, on: float) -> torch.Tensor:
     return w
 
 
-def test_12_anti_diagonal_passes_on_every_sequence(capsys):
+def test_13_anti_diagonal_passes_on_every_sequence(capsys):
     check_anti_diagonal(_anti(4, 2, 8, 0.95))
     assert "(lowest 0.95), and at least 90% in 100% of the 64 cases" in capsys.readouterr().out
 
 
-def test_12_anti_diagonal_fails_when_one_sequence_looks_elsewhere():
+def test_13_anti_diagonal_fails_when_one_sequence_looks_elsewhere():
     w = _anti(4, 2, 8, 0.95)
     w[3, 1] = torch.eye(8)  # one sequence, one head: the diagonal, not the anti-diagonal
     # the mean over the 4 sequences still puts 0.71 on the anti-diagonal; the check is per sequence
@@ -238,7 +238,7 @@ def test_12_anti_diagonal_fails_when_one_sequence_looks_elsewhere():
         check_anti_diagonal(w)
 
 
-def test_12_anti_diagonal_fails_when_too_few_cases_reach_90_percent():
+def test_13_anti_diagonal_fails_when_too_few_cases_reach_90_percent():
     with pytest.raises(AssertionError, match="0% of the cases reach 0.9"):
         check_anti_diagonal(_anti(4, 2, 8, 0.6))
 
@@ -269,7 +269,7 @@ def test_04_wide_heads_count_fails_when_w_o_is_square():
         check_parameter_count(wide, tied=False)
 
 
-def test_10_outputs_differ_fails_at_h_1():
+def test_11_outputs_differ_fails_at_h_1():
     x = torch.randn(1, 7, 48)
     one, same = seeded_attention(48, 1), seeded_attention(48, 1)
     with pytest.raises(AssertionError, match="the largest difference is 0, not above 0.1"):
@@ -284,7 +284,7 @@ def two_place_runs():
     return train_two_place(num_heads=1), train_two_place(num_heads=2)
 
 
-def test_10_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
+def test_11_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
     check_two_heads_win(*two_place_runs)
     assert (
         "one head\n  still misses the first token at 25% of the positions"
@@ -292,13 +292,13 @@ def test_10_two_heads_win_passes_for_the_notebooks_runs(two_place_runs, capsys):
     )
 
 
-def test_10_two_heads_win_fails_with_the_runs_swapped(two_place_runs):
+def test_11_two_heads_win_fails_with_the_runs_swapped(two_place_runs):
     one, two = two_place_runs
     with pytest.raises(AssertionError, match=r"the models have \(2, 1\) heads"):
         check_two_heads_win(two, one)
 
 
-def test_10_two_heads_win_fails_for_an_untrained_two_head_model(two_place_runs):
+def test_11_two_heads_win_fails_for_an_untrained_two_head_model(two_place_runs):
     from helpers.experiment import TrainResult, TwoPlaceModel
 
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""Each ✓ that stands for a claim in notebooks 08 and 13 (and 14's cache) can fail: the same check
+"""Each ✓ that stands for a claim in notebooks 08 and 14 (and 15's cache) can fail: the same check
 the notebook calls, fed what the notebook passes and a wrong object (one test per claim, named
 after the notebook and the claim). The checks rest on counts (helpers.timing.count_calls), never on
 times."""
@@ -86,7 +86,7 @@ TEXT = torch.randn(1, SIZES[-1] + 1, D_BIG, generator=torch.Generator().manual_s
 
 
 def _step_counts(uses_cache=True):
-    """13's counts at small sizes: (cached step, recompute) Calls per T in SIZES; with
+    """14's counts at small sizes: (cached step, recompute) Calls per T in SIZES; with
     uses_cache=False the "cached" step forgets its cache and sees only the new token."""
     big = seeded_attention(D_BIG, 4)
     cached, recompute = [], []
@@ -105,7 +105,7 @@ def _step_counts(uses_cache=True):
     return cached, recompute
 
 
-def test_13_step_counts_pass_for_the_cache(capsys):
+def test_14_step_counts_pass_for_the_cache(capsys):
     cached, recompute = _step_counts()
     check_step_counts(SIZES, cached, recompute, kv_numbers_per_token=4 * D_BIG)
     assert (
@@ -113,19 +113,19 @@ def test_13_step_counts_pass_for_the_cache(capsys):
     )
 
 
-def test_13_cached_step_reads_all_keys_fails_for_a_step_without_the_cache():
+def test_14_cached_step_reads_all_keys_fails_for_a_step_without_the_cache():
     cached, recompute = _step_counts(uses_cache=False)
     with pytest.raises(AssertionError, match="from T = 8 to 16 the numbers it reads grow by 0"):
         check_step_counts(SIZES, cached, recompute, kv_numbers_per_token=4 * D_BIG)
 
 
-def test_13_cached_step_grows_no_faster_than_T_fails_for_recomputing():
+def test_14_cached_step_grows_no_faster_than_T_fails_for_recomputing():
     _, recompute = _step_counts()
     with pytest.raises(AssertionError, match="the cached step's multiply-adds grow"):
         check_step_counts(SIZES, recompute, recompute, kv_numbers_per_token=4 * D_BIG)
 
 
-def test_13_recomputing_grows_faster_than_T_fails_for_cached_steps():
+def test_14_recomputing_grows_faster_than_T_fails_for_cached_steps():
     cached, _ = _step_counts()
     with pytest.raises(AssertionError, match="recomputing's multiply-adds grow .*not more than"):
         check_step_counts(SIZES, cached, cached, kv_numbers_per_token=4 * D_BIG)
@@ -138,7 +138,7 @@ def _filled_cache(module, x):
     return cache
 
 
-def test_13_cache_bytes_pass_for_mha_and_gqa(capsys):
+def test_14_cache_bytes_pass_for_mha_and_gqa(capsys):
     x = TEXT[:, :7]
     mha = seeded_attention(D_BIG, 4)
     check_cache_bytes(_filled_cache(mha, x), 4, 8, "the cache")
@@ -148,14 +148,14 @@ def test_13_cache_bytes_pass_for_mha_and_gqa(capsys):
     assert "✓ GQA's cache holds 896 bytes = 2 · 2 · 8 · 7 · 4" in out
 
 
-def test_13_cache_bytes_fail_for_a_gqa_model_that_caches_every_head():
+def test_14_cache_bytes_fail_for_a_gqa_model_that_caches_every_head():
     gqa = share_kv(seeded_attention(D_BIG, 4), 2)
     repeated = _filled_cache(expand_kv(gqa), TEXT[:, :7])  # same outputs, h K/V heads cached
     with pytest.raises(AssertionError, match=r"its k is \(1, 4, 7, 8\), not .* \(1, 2, 7, 8\)"):
         check_cache_bytes(repeated, 2, 8, "GQA's cache")
 
 
-def test_13_cache_bytes_fail_for_the_same_bytes_in_another_shape():
+def test_14_cache_bytes_fail_for_the_same_bytes_in_another_shape():
     cache = _filled_cache(seeded_attention(D_BIG, 4), TEXT[:, :7])  # 4 K/V heads of d_k = 8
     with pytest.raises(AssertionError, match=r"its k is \(1, 4, 7, 8\), not .* \(1, 2, 7, 16\)"):
         check_cache_bytes(cache, 2, 16, "the cache")  # 2 · 2 · 16 · 7 · 4: the same bytes

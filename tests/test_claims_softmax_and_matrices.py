@@ -248,7 +248,7 @@ def test_05_rows_are_tokens_fails_for_the_straight_view(capsys):
         check_rows_are_tokens(straight, "straight view")
 
 
-# 15 · W^O per head and what it is for
+# 16 · W^O per head and what it is for
 
 
 def _own_copy(d_model: int, h: int):
@@ -265,7 +265,7 @@ def _heads_and_out(mha, x):
         return heads, concat, mha.w_o(concat)
 
 
-def test_15_w_o_per_head_sum_fails_for_permuted_blocks():
+def test_16_w_o_per_head_sum_fails_for_permuted_blocks():
     mha, x = seeded_attention(32, 4), embed(WORDS, 32)
     heads, _, out = _heads_and_out(mha, x)
     blocks = w_o_blocks(mha)  # (h, d_k, d_model)
@@ -289,7 +289,7 @@ def _moved(mha, x, use_w_o: bool, order=None) -> torch.Tensor:
     return moved
 
 
-def test_15_every_head_reaches_every_feature_fails_for_a_block_diagonal_w_o(capsys):
+def test_16_every_head_reaches_every_feature_fails_for_a_block_diagonal_w_o(capsys):
     mha, x = _own_copy(32, 4), embed(WORDS, 32)
     check_reach_all(_moved(mha, x, use_w_o=True))
     assert "each head moves all 32 output features" in capsys.readouterr().out
@@ -299,7 +299,7 @@ def test_15_every_head_reaches_every_feature_fails_for_a_block_diagonal_w_o(caps
         check_reach_all(_moved(mha, x, use_w_o=True))
 
 
-def test_15_without_w_o_head_i_writes_its_own_coordinates_fails_for_permuted_heads():
+def test_16_without_w_o_head_i_writes_its_own_coordinates_fails_for_permuted_heads():
     mha, x = seeded_attention(32, 4), embed(WORDS, 32)
     check_reach_own(_moved(mha, x, use_w_o=False), d_k=8)
     with pytest.raises(AssertionError, match=r"head 0 moves 8 features \(8 … 15\)"):
@@ -307,7 +307,7 @@ def test_15_without_w_o_head_i_writes_its_own_coordinates_fails_for_permuted_hea
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_15_one_head_w_o_folds_into_w_v_and_a_wrong_fold_fails(bias):
+def test_16_one_head_w_o_folds_into_w_v_and_a_wrong_fold_fails(bias):
     torch.manual_seed(0)
     one, x = FusedMultiHeadAttention(16, 1, bias=bias), torch.randn(2, 5, 16)
     folded = fold_w_o(one)
@@ -319,15 +319,15 @@ def test_15_one_head_w_o_folds_into_w_v_and_a_wrong_fold_fails(bias):
             check_close(folded(x)[0], one(x)[0], "h = 1: W^O folded into W^V")
 
 
-def test_15_w_o_does_not_fold_for_several_heads():
+def test_16_w_o_does_not_fold_for_several_heads():
     with pytest.raises(ValueError, match="4 heads, each with its own W\\^V_i·W\\^O_i"):
         fold_w_o(seeded_attention(32, 4))
 
 
-# 16 · each head as W_QK and W_OV
+# 17 · each head as W_QK and W_OV
 
 
-def test_16_maps_from_w_qk_fail_for_w_q_times_w_q():
+def test_17_maps_from_w_qk_fail_for_w_q_times_w_q():
     mha, x = seeded_attention(32, 4), embed(WORDS, 32)
     w_qk, _ = head_circuits(mha)
     with torch.no_grad():
@@ -340,7 +340,7 @@ def test_16_maps_from_w_qk_fail_for_w_q_times_w_q():
         check_close(wrong, weights[0], "softmax(x · W_QK · xᵀ / √d_k) = the module's maps")
 
 
-def test_16_out_from_w_ov_fails_for_a_permuted_head():
+def test_17_out_from_w_ov_fails_for_a_permuted_head():
     mha, x = seeded_attention(32, 4), embed(WORDS, 32)
     _, w_ov = head_circuits(mha)
     with torch.no_grad():
@@ -351,7 +351,7 @@ def test_16_out_from_w_ov_fails_for_a_permuted_head():
         check_close(wrong, out[0], "Σ_i weights_i · x · W_OV^i")
 
 
-def test_16_head_singular_values_are_those_of_the_full_products():
+def test_17_head_singular_values_are_those_of_the_full_products():
     mha = seeded_attention(32, 4)
     singular_qk, singular_ov = head_singular_values(mha)
     w_qk, w_ov = head_circuits(mha)
@@ -359,7 +359,7 @@ def test_16_head_singular_values_are_those_of_the_full_products():
         torch.testing.assert_close(fast, torch.linalg.svdvals(full.double())[:, :8])
 
 
-def test_16_rank_d_k_is_generic_and_fails_for_a_rank_deficient_head(capsys):
+def test_17_rank_d_k_is_generic_and_fails_for_a_rank_deficient_head(capsys):
     torch.manual_seed(0)
     check_head_ranks([FusedMultiHeadAttention(32, 4)])  # any random weights: rank d_k
     assert "all 4 heads' W_QK and W_OV have rank d_k = 8 (a generic" in capsys.readouterr().out
@@ -370,7 +370,7 @@ def test_16_rank_d_k_is_generic_and_fails_for_a_rank_deficient_head(capsys):
         check_head_ranks([deficient])
 
 
-def test_16_no_collapsed_direction_fails_when_training_shrinks_one():
+def test_17_no_collapsed_direction_fails_when_training_shrinks_one():
     healthy = seeded_attention(32, 4)
     check_head_ranks([healthy], at_least=0.05)
     collapsed = _own_copy(32, 4)

@@ -797,13 +797,13 @@ def test_all_four_matrices_transposed_is_two_findings_each_on_its_line():
 @pytest.mark.parametrize(
     ("fn", "says"),
     [
-        (learner_code.head_scores_16_divided_by_d_k_squared, "yours are the reference's × 0.125"),
-        (learner_code.head_scores_16_divided_by_3, "yours are the reference's × 0.667"),
-        (learner_code.head_scores_16_w_q_twice, "Your W_QK differs from the reference's"),
+        (learner_code.head_scores_17_divided_by_d_k_squared, "yours are the reference's × 0.125"),
+        (learner_code.head_scores_17_divided_by_3, "yours are the reference's × 0.667"),
+        (learner_code.head_scores_17_w_q_twice, "Your W_QK differs from the reference's"),
     ],
     ids=["d_k**2", "3", "w_q.T @ w_q"],
 )
-def test_16_an_unknown_slip_points_at_its_line_not_at_a_q_it_never_makes(fn, says):
+def test_17_an_unknown_slip_points_at_its_line_not_at_a_q_it_never_makes(fn, says):
     result = check_exercise(fn, "head_scores", echo=False)
     assert result.mistakes == (None,), result.message
     assert says in result.message
@@ -821,8 +821,8 @@ def test_03_head_0s_matrices_for_every_head_are_blamed_where_the_slices_are_take
     assert "side by side" not in result.message and "torch.cat" not in result.message
 
 
-def test_12_w_k_and_w_v_swapped_are_blamed_on_the_k_and_v_lines():
-    fn = learner_code.cross_12_w_k_and_w_v_swapped
+def test_13_w_k_and_w_v_swapped_are_blamed_on_the_k_and_v_lines():
+    fn = learner_code.cross_13_w_k_and_w_v_swapped
     result = check_exercise(fn, "cross_attention", echo=False)
     assert lines_in(result.message) == marked_lines(fn), result.message
     assert result.mistakes == (None, "values_from_w_k")
@@ -910,9 +910,9 @@ def test_01_w_at_v_plus_v_is_the_output_not_heads_put_side_by_side():
 
 def test_the_layout_hint_only_when_a_weight_matrix_as_given_is_a_side_of_the_product():
     cat = diagnose(learner_code.loop_03_cat_on_dim_0, echo=False, per_head=True).message
-    cross = check_exercise(learner_code.cross_12_values_from_x, "cross_attention", echo=False)
+    cross = check_exercise(learner_code.cross_13_values_from_x, "cross_attention", echo=False)
     for message, fn in ((cat, learner_code.loop_03_cat_on_dim_0),
-                        (cross.message, learner_code.cross_12_values_from_x)):  # fmt: skip
+                        (cross.message, learner_code.cross_13_values_from_x)):  # fmt: skip
         assert "Hint: the two sides of a product do not line up" in message
         assert f"(line {marked_lines(fn)[0]}: `" in message
         assert "out_features" not in message and "x @ w.T" not in message, message
@@ -926,7 +926,7 @@ def test_the_layout_hint_only_when_a_weight_matrix_as_given_is_a_side_of_the_pro
         "weight: the input's d_model features must meet a weight's in_features, its second dim."
     )
     product = check_exercise(
-        learner_code.head_scores_16_layout_read_as_x_w, "head_scores", echo=False
+        learner_code.head_scores_17_layout_read_as_x_w, "head_scores", echo=False
     ).message
     assert product.endswith("while the x·W layout's W^Q is (in_features, out_features).")
     for text in (cat, cross.message, message, product):
@@ -1012,7 +1012,7 @@ def assert_says(message: str, says: tuple = (), never: tuple = ()) -> None:
         (learner_code.fused_06_merge_order_one_line, "fused"),
         (learner_code.fused_06_merge_order_two_lines, "fused"),
         (learner_code.fused_06_merge_permute, "fused"),
-        (learner_code.cross_12_merge_permute, "cross_attention"),
+        (learner_code.cross_13_merge_permute, "cross_attention"),
     ],
     ids=["05 one line", "05 two lines", "05 permute", "09 permute"],
 )
@@ -1105,7 +1105,7 @@ def test_p6_a_notebook_d_k_is_a_divisor_not_a_claim_that_d_k_divides():
 
 
 def test_p6_scores_transposed_on_the_return_line_are_not_a_reversed_w_qk():
-    fn = learner_code.head_scores_16_scores_transposed
+    fn = learner_code.head_scores_17_scores_transposed
     result = check_exercise(fn, "head_scores", echo=False)
     assert result.mistakes == (None,), result.message
     assert lines_in(result.message) == marked_lines(fn)
@@ -1122,7 +1122,7 @@ def test_p6_scores_transposed_on_the_return_line_are_not_a_reversed_w_qk():
         (learner_code.fused_06_q_and_k_both_scaled, "fused", "also scales on line "),
         (learner_code.loop_03_q_and_k_scaled_in_the_projection, "loop", ""),
         (
-            learner_code.head_scores_16_w_qk_scaled_and_scores_scaled,
+            learner_code.head_scores_17_w_qk_scaled_and_scores_scaled,
             "head_scores",
             "also scales on line ",
         ),
@@ -1207,7 +1207,7 @@ def test_p9_correct_code_in_every_style_is_ticked_at_two_sizes():
     [
         (learner_code.one_head_01_numpy, "one_head", "(2, 5, 4)"),
         (learner_code.split_05_numpy, "split_heads", "(2, 3, 5, 4)"),
-        (learner_code.head_scores_16_numpy, "head_scores", "(2, 5, 5)"),
+        (learner_code.head_scores_17_numpy, "head_scores", "(2, 5, 5)"),
     ],
     ids=["01", "03", "12"],
 )
@@ -1242,7 +1242,7 @@ def test_m5_a_mask_multiplied_in_gets_a_hint_for_any_way_of_masking():
 
 
 def test_m6_09_names_the_residual_too():
-    fn = learner_code.cross_12_residual
+    fn = learner_code.cross_13_residual
     result = check_exercise(fn, "cross_attention", echo=False)
     assert result.mistakes == ("residual_added",), result.message
     assert lines_in(result.message) == marked_lines(fn)

@@ -127,7 +127,7 @@ def test_the_path_check_catches_an_early_use_and_accepts_a_pointer():
     for pointer in ("a causal layer (notebook 09)", "causal, see `09_masks.ipynb`",
                     "causal (notebooks 07–09)", "causal, as 09's mask"):  # fmt: skip
         assert early_uses(terms, {"03_a": [pointer]}) == [], pointer
-    assert len(early_uses(terms, {"03_a": ["causal (notebook 10)"]})) == 1  # the wrong pointer
+    assert len(early_uses(terms, {"03_a": ["causal (notebook 11)"]})) == 1  # the wrong pointer
 
 
 def test_every_notebook_links_the_glossary():

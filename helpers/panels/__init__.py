@@ -18,11 +18,11 @@ One module per panel, named by what it shows (the notebook that builds it in bra
 - `heads` (03): h heads with their own matrices: every map and shape, for any h and d_model;
 - `block_matrix` (04): the per-head blocks inside one d_model × d_model W^Q, for any h;
 - `parameters` (04): heads of any width d_k, and the parameter count against h;
-- `one_vs_many` (10): one wide head's map beside h heads' maps, from the same matrices;
-- `real_heads` (11): MiniLM's heads on the learner's own text;
-- `cross_attention` (12): T_q × T_k maps for any h and source length;
-- `shared_kv` (14): query heads over fewer K/V heads: maps, parameters, the cache;
-- `circuits` (16): each head's maps rebuilt from W_QK, and the ranks of W_QK.
+- `one_vs_many` (11): one wide head's map beside h heads' maps, from the same matrices;
+- `real_heads` (12): MiniLM's heads on the learner's own text;
+- `cross_attention` (13): T_q × T_k maps for any h and source length;
+- `shared_kv` (15): query heads over fewer K/V heads: maps, parameters, the cache;
+- `circuits` (17): each head's maps rebuilt from W_QK, and the ranks of W_QK.
 """
 
 from helpers.panels.base import H_MAX, plural

@@ -1,4 +1,4 @@
-"""The panel of `16_w_qk_and_w_ov.ipynb`:
+"""The panel of `17_w_qk_and_w_ov.ipynb`:
 each head's maps rebuilt from W_QK, and the ranks of W_QK.
 """
 

@@ -1,4 +1,4 @@
-"""The panel of `12_cross_attention.ipynb`: T_q × T_k maps for any h and source length."""
+"""The panel of `13_cross_attention.ipynb`: T_q × T_k maps for any h and source length."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The panel of `10_why_multi_head.ipynb`:
+"""The panel of `11_why_multi_head.ipynb`:
 one wide head's map beside h heads' maps, from the same matrices.
 """
 

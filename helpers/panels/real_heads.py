@@ -1,4 +1,4 @@
-"""The panel of `11_real_model_heads.ipynb`: MiniLM's heads on the learner's own text."""
+"""The panel of `12_real_model_heads.ipynb`: MiniLM's heads on the learner's own text."""
 
 from __future__ import annotations
 

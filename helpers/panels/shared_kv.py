@@ -1,4 +1,4 @@
-"""The panel of `14_shared_kv.ipynb`:
+"""The panel of `15_shared_kv.ipynb`:
 query heads over fewer K/V heads: maps, parameters, the cache.
 """
 

@@ -119,12 +119,12 @@ def first_visits_in_browser() -> dict:
 
         _h_then_d_model(page, base, token, "04_block_matrix.ipynb", results)
 
-        open_and_run_all(page, base, token, "10_why_multi_head.ipynb")
+        open_and_run_all(page, base, token, "11_why_multi_head.ipynb")
         slider = panel(page).locator(".widget-slider").first
         page.evaluate(RECORDER)
         _presses(page, slider, "ArrowRight", 12)  # h 4 -> 16
         _presses(page, slider, "ArrowLeft", 15)  # 16 -> 1: 3, 2, 1 are new
-        results["10 h"] = _take(page)
+        results["11 h"] = _take(page)
 
         open_and_run_all(page, base, token, "04_block_matrix.ipynb")  # its second panel
         h_slider, d_k_slider = panel(page, 1).locator(".widget-slider").all()
@@ -139,14 +139,14 @@ def first_visits_in_browser() -> dict:
             page, base, token, "01_self_attention.ipynb", (0, 1, 3, 4, 5, 6)
         )
 
-        open_and_run_all(page, base, token, "12_cross_attention.ipynb")
+        open_and_run_all(page, base, token, "13_cross_attention.ipynb")
         h_slider = panel(page).locator(".widget-slider").first
         page.evaluate(RECORDER)
         _presses(page, h_slider, "ArrowRight", 12)  # h 4 -> 16 (5 and 7 ... say why)
-        results["12 h"] = _take(page)
+        results["13 h"] = _take(page)
 
         # 8 K/V heads is shown at start
-        results["14 K/V buttons"] = _clicks(page, base, token, "14_shared_kv.ipynb", (1, 2, 3))
+        results["15 K/V buttons"] = _clicks(page, base, token, "15_shared_kv.ipynb", (1, 2, 3))
 
         open_and_run_all(page, base, token, "02_why_scale.ipynb")
         slider = panel(page).locator(".widget-slider").first
@@ -156,21 +156,21 @@ def first_visits_in_browser() -> dict:
         _presses(page, slider, "ArrowLeft", 1)  # 128: every d_k once
         results["02 d_k"] = _take(page)
 
-        _h_then_d_model(page, base, token, "16_w_qk_and_w_ov.ipynb", results)
+        _h_then_d_model(page, base, token, "17_w_qk_and_w_ov.ipynb", results)
 
-        open_and_run_all(page, base, token, "11_real_model_heads.ipynb")
+        open_and_run_all(page, base, token, "12_real_model_heads.ipynb")
         layer, head = panel(page).locator(".widget-slider").all()
         page.evaluate(RECORDER)
         _presses(page, head, "ArrowRight", 9)  # head 2 -> 11
         _presses(page, layer, "ArrowRight", 5)  # layer 0 -> 5
-        results["11 layer/head"] = _take(page)
+        results["12 layer/head"] = _take(page)
         page.evaluate("() => { window.__rec.mode = 'note'; }")
         text = panel(page).locator("input[type='text']")
         for sentence in SENTENCES:
             text.fill(sentence)
             text.press("Enter")
             page.wait_for_function("n => window.__rec.out.length >= n", arg=1, timeout=10_000)
-            results.setdefault("11 new sentence", []).extend(_take(page))
+            results.setdefault("12 new sentence", []).extend(_take(page))
             _settle(page)
     return {name: {**_summary(rows), "visits": rows} for name, rows in results.items()}
 

@@ -72,13 +72,13 @@ def expected_panel(notebook):
         return panels.HeadsExplorer(h=4, d_model=64)
     if notebook == "04_block_matrix.ipynb#2":
         return panels.ParameterExplorer(h=4, d_k=16, d_model=32)
-    if notebook.startswith("10"):
+    if notebook.startswith("11"):
         return panels.OneVsManyExplorer(h=4, d_model=48)
-    if notebook.startswith("12"):
+    if notebook.startswith("13"):
         return panels.CrossAttentionExplorer(h=4, d_model=32)
-    if notebook.startswith("14"):
+    if notebook.startswith("15"):
         return panels.SharedKVExplorer(h=8, d_model=64)
-    if notebook.startswith("16"):
+    if notebook.startswith("17"):
         return panels.CircuitsExplorer(h=4, d_model=32)
     from helpers.pretrained import load_minilm
 
@@ -91,11 +91,11 @@ DRAWN = [
     "02_why_scale.ipynb",
     "03_per_head_projections.ipynb",
     "04_block_matrix.ipynb#2",
-    "10_why_multi_head.ipynb",
-    "11_real_model_heads.ipynb",
-    "12_cross_attention.ipynb",
-    "14_shared_kv.ipynb",
-    "16_w_qk_and_w_ov.ipynb",
+    "11_why_multi_head.ipynb",
+    "12_real_model_heads.ipynb",
+    "13_cross_attention.ipynb",
+    "15_shared_kv.ipynb",
+    "17_w_qk_and_w_ov.ipynb",
 ]
 
 
@@ -191,9 +191,9 @@ def opacity(box) -> float:
 IMPOSSIBLE = {
     "03_per_head_projections.ipynb": (1, 3, "d_model=64|h=8"),  # 64 / 5 cannot work
     "04_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
-    "10_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
-    "12_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
-    "16_w_qk_and_w_ov.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
+    "11_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
+    "13_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
+    "17_w_qk_and_w_ov.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
 }
 
 
@@ -252,7 +252,7 @@ def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
 DRAGS = {
     "03_per_head_projections.ipynb": "d_model",
     "04_block_matrix.ipynb#2": "d_k",
-    "16_w_qk_and_w_ov.ipynb": "d_model",
+    "17_w_qk_and_w_ov.ipynb": "d_model",
 }
 
 
@@ -273,7 +273,7 @@ def test_a_dragged_slider_lands_on_its_frame(lab, page, notebook):
 
 
 def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
-    box = run(lab, page, "11_real_model_heads.ipynb")
+    box = run(lab, page, "12_real_model_heads.ipynb")
     layer = panel(page).locator(".widget-slider").first
     text = panel(page).locator("input[type='text']")
     text.fill("")
@@ -289,7 +289,7 @@ def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
     assert wait_for_change(lambda: box.get_attribute("data-key"), key).startswith("layer=1|")
     assert box.get_attribute("data-state") == "ok"
     assert "layer 1, head" in box.locator(".av-side").inner_text()
-    box.screenshot(path=SCREENSHOTS / "11_real_model_heads_empty.png")
+    box.screenshot(path=SCREENSHOTS / "12_real_model_heads_empty.png")
     text.fill("Le chat dort.")
     text.press("Enter")
     wait_for_change(lambda: "has no words" not in message.inner_text(), False)
@@ -346,7 +346,7 @@ def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, not
 
 
 def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
-    box = run(lab, page, "12_cross_attention.ipynb")
+    box = run(lab, page, "13_cross_attention.ipynb")
     t_k = panel(page).locator(".widget-slider", has_text="T_k")
     press(page, t_k, "ArrowLeft", 4)
     wait_for_change(lambda: box.get_attribute("data-key") == "t_k=3|h=4", False)
@@ -361,14 +361,14 @@ def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
     tooltip = box.locator(".av-tooltip")
     tooltip.wait_for(state="visible")
     assert tooltip.inner_text().startswith("head 1 · query 'assis' → key 'sat' · ")
-    box.screenshot(path=SCREENSHOTS / "12_cross_attention_t_k3.png")
+    box.screenshot(path=SCREENSHOTS / "13_cross_attention_t_k3.png")
     page.mouse.move(0, 0)
     press(page, t_k, "ArrowRight", 4)
     wait_for_change(lambda: box.get_attribute("data-key") == "t_k=7|h=4", False)
 
 
 def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
-    box = run(lab, page, "14_shared_kv.ipynb")
+    box = run(lab, page, "15_shared_kv.ipynb")
     buttons = panel(page).locator(".widget-toggle-button")
     assert buttons.all_inner_texts() == ["8 · MHA", "4 · GQA", "2 · GQA", "1 · MQA"]
     for index, g in enumerate([8, 4, 2, 1]):
@@ -419,7 +419,7 @@ def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
 
 
 def test_the_rank_bars_follow_h(lab, page):
-    box = run(lab, page, "16_w_qk_and_w_ov.ipynb")
+    box = run(lab, page, "17_w_qk_and_w_ov.ipynb")
     h_slider = panel(page).locator(".widget-slider").first
     for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):
         press(page, h_slider, key, 4)
@@ -429,4 +429,4 @@ def test_the_rank_bars_follow_h(lab, page):
         assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in side
         assert box.locator(".av-side svg rect").count() == h + 1 and "✗" not in side
         if h == 8:
-            box.screenshot(path=SCREENSHOTS / "16_w_qk_and_w_ov_h8.png")
+            box.screenshot(path=SCREENSHOTS / "17_w_qk_and_w_ov_h8.png")
