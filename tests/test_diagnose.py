@@ -754,7 +754,7 @@ def test_the_readme_example_is_what_diagnose_prints(tmp_path, monkeypatch, capsy
     from pathlib import Path
 
     readme = (Path(__file__).parents[1] / "README.md").read_text()
-    section = readme[readme.index("02's loop written with two slips") :]
+    section = readme[readme.index("03's loop written with two slips") :]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     printed = section.split("```text\n", 1)[1].split("```", 1)[0]
     (tmp_path / "readme_loop.py").write_text("import torch\n\n\n" + code)

@@ -133,3 +133,22 @@ def test_the_path_check_catches_an_early_use_and_accepts_a_pointer():
 def test_every_notebook_links_the_glossary():
     missing = [stem for stem, cells in _course().items() if "glossary.md" not in cells[0]]
     assert not missing, f"no link to docs/glossary.md in the first cell of {missing}"
+
+
+def _table_minutes(text: str, heading: str) -> dict[str, int]:
+    """{notebook stem: minutes} from a markdown table whose rows start `| \\`NN_name.ipynb\\` | N |`
+    (the README) or `| NN | N |` (the guide), in the section under `heading`."""
+    section = text[text.index(heading) :]
+    rows = re.findall(r"^\| `?(\d\d)(_\w+)?(?:\.ipynb`)? \| (\d+) \|", section, re.MULTILINE)
+    return {number: int(minutes) for number, _, minutes in rows}
+
+
+def test_the_readme_lists_every_notebook_with_the_rules_minutes():
+    listed = _table_minutes((ROOT / "README.md").read_text(encoding="utf-8"), "## The notebooks")
+    expected = {t.name[:2]: round(t.minutes) for t in course_times()}
+    assert listed == expected
+
+
+def test_a_table_with_a_wrong_minute_is_caught():
+    text = "## The notebooks\n\n| `00_a.ipynb` | 5 | x |\n| `01_b.ipynb` | 99 | y |\n"
+    assert _table_minutes(text, "## The notebooks") == {"00": 5, "01": 99}
