@@ -152,3 +152,11 @@ def test_the_readme_lists_every_notebook_with_the_rules_minutes():
 def test_a_table_with_a_wrong_minute_is_caught():
     text = "## The notebooks\n\n| `00_a.ipynb` | 5 | x |\n| `01_b.ipynb` | 99 | y |\n"
     assert _table_minutes(text, "## The notebooks") == {"00": 5, "01": 99}
+
+
+def test_the_guide_lists_every_notebook_with_the_rules_minutes():
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    listed = _table_minutes(guide, "## Overview")
+    assert listed == {t.name[:2]: round(t.minutes) for t in course_times()}
+    for number, minutes in listed.items():  # each notebook's own section says the same
+        assert re.search(rf"^### {number} · .*\({minutes} minutes", guide, re.MULTILINE), number
