@@ -521,3 +521,66 @@ def check_relative_scores(q: torch.Tensor, k: torch.Tensor, rotate, shifts, name
         f"✓ {name}: every score unchanged when query and key both move by"
         f" {', '.join(map(str, shifts))} positions"
     )
+
+
+# --- induction: two heads in two layers ----------------------------------------------------------
+
+
+def check_copying(first: float, repeat: float, chance: float, name: str) -> None:
+    """A model that copies: the repeat's loss far below the first copy's, near chance."""
+    if not (repeat < first / 4 and first > 0.9 * chance):
+        raise _fail(
+            f"{name} copies the repeat",
+            f"repeat loss {repeat:.2f}, first copy {first:.2f} (chance ln vocab = {chance:.2f})",
+        )
+    print(
+        f"✓ {name}: loss {repeat:.2f} on the repeat, {first:.2f} on the first copy "
+        f"(chance {chance:.2f}): it copies"
+    )
+
+
+def check_cannot_copy(repeat: float, chance: float, name: str) -> None:
+    """A model that does not copy: the repeat's loss stays above 70 % of chance."""
+    if repeat < 0.7 * chance:
+        raise _fail(
+            f"{name} cannot copy", f"repeat loss {repeat:.2f} < 70 % of chance {chance:.2f}"
+        )
+    print(f"✓ {name}: loss {repeat:.2f} on the repeat (chance {chance:.2f}): it does not copy")
+
+
+def check_induction_heads(previous: torch.Tensor, induction: torch.Tensor) -> tuple[int, list[int]]:
+    """previous: (layers, h) previous-token scores; induction: (layers, h) induction scores.
+    Layer 0 must have a head with at least 0.4 on the previous token, layer 1 heads with at least
+    0.5 on the induction target. Returns the previous-token head and the induction heads."""
+    head = int(previous[0].argmax())
+    found = [int(i) for i in (induction[1] >= 0.5).nonzero().flatten()]
+    if previous[0, head] < 0.4 or not found:
+        raise _fail(
+            "a previous-token head in layer 0 and induction heads in layer 1",
+            f"best previous-token score {float(previous[0, head]):.2f} (< 0.4?), layer 1's "
+            f"induction scores {[round(float(s), 2) for s in induction[1]]} (none ≥ 0.5?)",
+        )
+    print(
+        f"✓ layer 0, head {head}: {float(previous[0, head]):.2f} of its weight on the previous "
+        f"token; layer 1, heads {found}: ≥ 0.5 on the token after the last occurrence"
+    )
+    return head, found
+
+
+def check_composition(base: float, without: dict[str, float], chance: float) -> None:
+    """Ablations: silencing the previous-token head, or the induction heads, takes the repeat's
+    loss above 60 % of chance (the copying is gone); silencing any other layer-0 head keeps it
+    below 40 % of chance (it still copies). without: {"previous": loss, "induction": loss,
+    "other": the largest loss over the other layer-0 heads}."""
+    broken = {k: v for k, v in without.items() if k != "other"}
+    if min(broken.values()) < 0.6 * chance or without["other"] > 0.4 * chance:
+        raise _fail(
+            "the two heads work together",
+            f"repeat loss {base:.2f}; without each: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in without.items()),
+        )
+    print(
+        f"✓ repeat loss {base:.2f}; without the previous-token head {without['previous']:.2f}, "
+        f"without the induction heads {without['induction']:.2f} (chance {chance:.2f}); without "
+        f"any other layer-0 head at most {without['other']:.2f}"
+    )
