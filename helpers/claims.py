@@ -106,13 +106,18 @@ def check_parameter_count(module: nn.Module, echo: bool = True, tied: bool = Tru
     n_biases = sum(lin.bias.numel() for lin in linears if lin.bias is not None)
     count = sum(p.numel() for p in module.parameters())
     if tied:
-        expected, formula = 4 * d_model**2, f"4·d_model² = 4·{d_model}²"
+        expected, symbols, numbers = 4 * d_model**2, "4·d_model²", f"4·{d_model}²"
     else:
-        expected, formula = 4 * h * d_k * d_model, f"4·h·d_k·d_model = 4·{h}·{d_k}·{d_model}"
+        expected, symbols = 4 * h * d_k * d_model, "4·h·d_k·d_model"
+        numbers = f"4·{h}·{d_k}·{d_model}"
     if n_biases:
         expected += 3 * h * d_k + d_model
-        tied_biases = f"4·d_model = 4·{d_model}" if h * d_k == d_model else "3h·d_k + d_model"
-        formula += f" + {tied_biases} biases"
+        if h * d_k == d_model:
+            symbols, numbers = f"{symbols} + 4·d_model (biases)", f"{numbers} + 4·{d_model}"
+        else:
+            symbols += " + (3h·d_k + d_model) (biases)"
+            numbers += f" + (3·{h}·{d_k} + {d_model})"
+    formula = f"{symbols} = {numbers}"
     if count != expected:
         raise _fail(
             f"{formula} = {expected:,} parameters",
@@ -565,6 +570,28 @@ def check_induction_heads(previous: torch.Tensor, induction: torch.Tensor) -> tu
         f"token; layer 1, heads {found}: ≥ 0.5 on the token after the last occurrence"
     )
     return head, found
+
+
+def check_phase_change(repeat: list[float], window: int = 50, at_most: float = 0.25) -> int:
+    """The repeat's loss drops abruptly: smoothed over `window` steps, it stays above 80 % of its
+    start for a while, then falls to 30 % within `at_most` of the training's steps. Returns the
+    step where the drop begins."""
+    from helpers.induction import phase_change
+
+    slow, fast = phase_change(repeat, window)
+    steps = len(repeat)
+    if fast >= steps or fast - slow > at_most * steps:
+        raise _fail(
+            "the repeat's loss drops abruptly",
+            f"from 80 % to 30 % of its start took steps {slow} to {fast} of {steps} "
+            f"(more than {100 * at_most:.0f} % of them, or never)",
+        )
+    print(
+        f"✓ the repeat's loss (mean of {window} steps) stayed above 80 % of its start for "
+        f"{slow} steps, then fell to 30 % of it in {fast - slow} steps "
+        f"({100 * (fast - slow) / steps:.0f} % of the {steps}): an abrupt drop"
+    )
+    return slow
 
 
 def check_composition(base: float, without: dict[str, float], chance: float) -> None:

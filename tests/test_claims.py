@@ -90,7 +90,8 @@ def test_03_04_four_d_model_squared_for_every_h(per_head, h, capsys):
 
 def test_03_four_d_model_squared_plus_biases(capsys):
     assert check_parameter_count(PerHeadMultiHeadAttention(64, 4, bias=True)) == 4 * 64**2 + 4 * 64
-    assert "= 4·d_model² = 4·64² + 4·d_model = 4·64 biases" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "✓ 16,640 parameters = 4·d_model² + 4·d_model (biases) = 4·64² + 4·64" in out
 
 
 def test_04_four_d_model_squared_fails_when_d_k_is_not_d_model_over_h():
