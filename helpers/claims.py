@@ -408,13 +408,13 @@ def _reach(moved: torch.Tensor, tol: float) -> list[list[int]]:
 
 def check_reach_all(moved: torch.Tensor, tol: float = 1e-6) -> None:
     """`moved` (h, d_model): how much each output feature moves when head i is silenced. Every
-    head moves every feature: true of any W^O with no zero entries, a generic fact."""
+    head moves every feature: true of a generic (e.g. random) W^O, not a trained fact."""
     h, d_model = moved.shape
     short = {i: len(f) for i, f in enumerate(_reach(moved, tol)) if len(f) < d_model}
     claim = f"with W^O, each head moves all {d_model} output features"
     if short:
         raise _fail(claim, ", ".join(f"head {i} moves {n}" for i, n in short.items()))
-    print(f"✓ {claim} (so would any W^O with no zero entries)")
+    print(f"✓ {claim} (so would a generic, e.g. random, W^O)")
 
 
 def check_reach_own(moved: torch.Tensor, d_k: int, tol: float = 1e-6) -> None:

@@ -54,6 +54,7 @@ from helpers.mistakes import (
     CONTEXT_MISTAKES,
     DEPENDS,
     HOME,
+    INDUCTION_MISTAKES,
     KINDS,
     MISTAKES,
     SLIPS,
@@ -62,6 +63,7 @@ from helpers.mistakes import (
     attention_stages,
     describe,
     head_scores_stages,
+    induction_stages,
     split_stages,
 )
 from helpers.trace import Record, Trace, trace_call
@@ -1693,6 +1695,20 @@ def _cross_stages(x, context, w_q, w_k, w_v, w_o, num_heads, mistakes=(), given=
     return attention_stages(x, w_q, w_k, w_v, w_o, num_heads, None, context, mistakes, given)
 
 
+INDUCTION_SIZES = {"B": 2, "h": 3, "T": 10, "n": 5}  # 18's exercise: n = T // 2
+INDUCTION_SIZES2 = {"B": 1, "h": 2, "T": 14, "n": 7}
+
+
+def _induction_args(second: bool = False) -> dict:
+    """maps (B, h, T, T): causal softmax rows of random scores (every query's weights spread over
+    itself and the keys before it), for sequences whose first T // 2 tokens repeat."""
+    sizes = INDUCTION_SIZES2 if second else INDUCTION_SIZES
+    b, h, t = sizes["B"], sizes["h"], sizes["T"]
+    scores = 2 * torch.randn(b, h, t, t, generator=torch.Generator().manual_seed(4))
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    return {"maps": scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)}
+
+
 EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, ...]]] = {
     "one_head": (_one_head_args, _one_head_stages, _ONE_HEAD),
     "split_heads": (
@@ -1701,6 +1717,7 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
         ("heads_split_without_transpose", "heads_split_interleaved", *_wrong_head_counts()),
     ),
     "head_scores": (_head_scores_args, head_scores_stages, (*_SCALING, *CIRCUIT_MISTAKES)),
+    "induction_score": (_induction_args, induction_stages, INDUCTION_MISTAKES),
     "cross_attention": (
         _cross_args,
         _cross_stages,
@@ -1721,6 +1738,11 @@ EXERCISE_OUT: dict[str, tuple[str, str]] = {
     ),
     "split_heads": ("heads (t cut into h blocks of d_k)", STAGE_HINTS["q_heads"]),
     "head_scores": ("scores x·W_QK·xᵀ/√d_k", STAGE_HINTS["scores"]),
+    "induction_score": (
+        "induction scores (one per head)",
+        "look at the line that reads the weights: which queries, which key for each, and how "
+        "they become one number per head?",
+    ),
 }
 
 
@@ -1858,6 +1880,7 @@ CHECK_SIZES: dict[str, dict[str, int]] = {
         "d_k": _D_K,
     },  # fmt: skip
     "head_scores": {"B": B, "T": T, "d_model": D_MODEL, "d_k": ONE_HEAD_D_K},
+    "induction_score": INDUCTION_SIZES,
 }
 
 
@@ -1877,6 +1900,7 @@ def _sizes_of(b: int, t: int, d_model: int, heads: int, d_k: int, t_k: int) -> d
             "d_k": d_model // heads,
         },  # fmt: skip
         "head_scores": {"B": b, "T": t, "d_model": d_model, "d_k": d_k},
+        "induction_score": INDUCTION_SIZES2,
     }
 
 
@@ -1949,6 +1973,9 @@ def check_sizes(name: str) -> str:
 
 def _sizes_text(name: str) -> str:
     sizes = dict(CHECK_SIZES[name])
+    if name == "induction_score":
+        b, h, t = sizes["B"], sizes["h"], sizes["T"]
+        return f"maps of B = {b}, h = {h} and T = {t} (so n = {t // 2})"
     d_k = sizes.pop("d_k")
     heads = sizes.pop("num_heads", None)
     parts = [f"{key} = {value}" for key, value in sizes.items()]

@@ -47,6 +47,22 @@ def repeated_batch(
     return tokens.gather(1, source), n
 
 
+def repeat_words(sentence: str, vocab: int = VOCAB) -> tuple[torch.Tensor, list[str]]:
+    """A sentence's words, then the same words again, as token ids (1, 2T) and their labels: each
+    distinct word gets its own id, in order of first use. The model never saw words; to it these
+    are tokens like any other, so a sentence only makes the maps easier to read."""
+    from helpers.examples import tokens as split_words
+
+    words = split_words(sentence)
+    ids = {word: i for i, word in enumerate(dict.fromkeys(words))}
+    if len(ids) > vocab:
+        raise ValueError(
+            f"the sentence has {len(ids)} different words; the model knows {vocab} tokens"
+        )
+    first = torch.tensor([ids[word] for word in words])
+    return torch.cat([first, first])[None], words + words
+
+
 def _predicted_parts(n: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Masks (B, T − 1) over the predictions (position t predicts token t + 1): those of the first
     copy (t + 1 < n, unpredictable) and those inside the repeat (n < t + 1 < 2n, copyable)."""

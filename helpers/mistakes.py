@@ -30,6 +30,8 @@ __all__ = [
     "SLIPS",
     "CONTEXT_MISTAKES",
     "CIRCUIT_MISTAKES",
+    "INDUCTION_MISTAKES",
+    "induction_stages",
     "STAGE_WORDS",
     "HOME",
     "attention_stages",
@@ -136,8 +138,38 @@ MISTAKES: dict[str, tuple[str, str]] = {
 
 CONTEXT_MISTAKES = ("keys_values_from_x", "queries_from_context")  # need a context to differ
 CIRCUIT_MISTAKES = ("w_qk_reversed", "softmax_applied")  # 17's exercise: scores from W_QK
+# 18's exercise: a head's induction score from its maps
+INDUCTION_MISTAKES = (
+    "induction_on_the_twin",
+    "induction_on_the_previous_token",
+    "induction_with_a_first_half_query",
+    "induction_summed",
+)
 
 SLIPS: dict[str, tuple[str, str]] = {
+    "induction_on_the_twin": (
+        "the score reads each query's weight on the earlier occurrence of its own token "
+        "(key t − n), not on the token that came after it (key t − n + 1): one key too early",
+        "look at the key this line reads for query t: an induction head looks one past the "
+        "earlier occurrence, at the token that followed it.",
+    ),
+    "induction_on_the_previous_token": (
+        "the score reads every query's weight on the token just before it (key t − 1): that is "
+        "the previous-token score, not the induction score",
+        "look at the key this line reads for query t: how far back is the earlier occurrence "
+        "of its token in a sequence of n tokens repeated?",
+    ),
+    "induction_with_a_first_half_query": (
+        "the score also averages query n − 1, the last of the first half, where nothing has "
+        "repeated yet (its key t − n + 1 is key 0)",
+        "look at which queries this line keeps: only the second half's, t = n … 2n − 1, have "
+        "an earlier occurrence.",
+    ),
+    "induction_summed": (
+        "the weights are summed over the queries and sequences, not averaged: a score should "
+        "be a share between 0 and 1",
+        "look at how this line reduces the weights to one number per head.",
+    ),
     "keys_from_w_q": (
         "the keys are made with w_q, not w_k",
         "look at the line that makes k: which of the weights does it multiply?",
@@ -217,6 +249,7 @@ HOME: dict[str, str] = {
     "heads_merged_without_transpose": "merged",
     **dict.fromkeys(("w_o_missing", "w_o_transposed", "residual_added", "softmax_applied"), "out"),
     "w_qk_reversed": "w_qk",
+    **dict.fromkeys(INDUCTION_MISTAKES, "out"),
 }
 
 
@@ -445,4 +478,30 @@ def split_stages(
         if name.startswith(WRONG_NUM_HEADS):
             num_heads = int(name.removeprefix(WRONG_NUM_HEADS))
     s.put("out", lambda: _split(t, num_heads, mistakes))
+    return dict(s)
+
+
+def induction_stages(
+    maps: torch.Tensor, mistakes: Iterable[str] = (), given: dict | None = None
+) -> dict[str, torch.Tensor]:
+    """18's exercise: maps (B, h, T, T) of sequences whose first n = T // 2 tokens repeat right
+    after them. Each query t = n … 2n − 1 of the second half has an earlier occurrence of its
+    token at t − n; an induction head puts its weight on the token after it, key t − n + 1.
+    out (h,): each head's weight there, averaged over the queries and the sequences."""
+    m = set(mistakes)
+    s = _Stages(given)
+    T = maps.size(-1)
+    n = T // 2
+    if "induction_on_the_previous_token" in m:  # the previous-token score, every query
+        queries = torch.arange(1, T)
+        stripe = maps[:, :, queries, queries - 1]
+    else:
+        back = n if "induction_on_the_twin" in m else n - 1
+        queries = torch.arange(n - 1 if "induction_with_a_first_half_query" in m else n, 2 * n)
+        stripe = maps[:, :, queries, queries - back]  # (B, h, queries)
+
+    def out() -> torch.Tensor:
+        return stripe.sum(dim=(0, 2)) if "induction_summed" in m else stripe.mean(dim=(0, 2))
+
+    s.put("out", out)
     return dict(s)

@@ -11,6 +11,7 @@ from helpers.claims import (
     check_composition,
     check_copying,
     check_induction_heads,
+    check_phase_change,
 )
 from helpers.induction import (
     copy_losses,
@@ -64,8 +65,8 @@ def test_two_layers_copy_with_a_previous_token_head_and_induction_heads(two_laye
         "other": max(copy_losses(run.model, tokens, n, ablate=[(0, j)])[1] for j in others),
     }
     check_composition(repeat, without, run.chance)
-    slow, fast = phase_change(run.repeat)
-    assert fast - slow <= 0.25 * len(run.repeat), (slow, fast)  # an abrupt drop
+    slow = check_phase_change(run.repeat)  # an abrupt drop
+    assert 0 < slow == phase_change(run.repeat)[0]
     with pytest.raises(AssertionError, match="the two heads work together"):
         check_composition(repeat, {**without, "other": without["previous"]}, run.chance)
     with pytest.raises(AssertionError, match="a previous-token head in layer 0"):
@@ -86,3 +87,40 @@ def test_the_phase_change_reads_a_drop_and_no_drop():
     slow, fast = phase_change(drop)
     assert fast - slow < 60
     assert phase_change([3.0] * 600) == (600, 600)  # never
+
+
+def test_18_the_phase_change_check_fails_on_a_steady_decline_and_on_no_drop(capsys):
+    # the mean of the 50 steps ending at 313 is the first below 80 % of 3.0 (13 of them at 0.5)
+    assert check_phase_change([3.0] * 300 + [0.5] * 300) == 313
+    assert "stayed above 80 % of its start for 313 steps" in capsys.readouterr().out
+    steady = [3.0 - 2.7 * i / 599 for i in range(600)]  # 80 % to 30 % takes 250 of 600 steps
+    with pytest.raises(AssertionError, match="the repeat's loss drops abruptly"):
+        check_phase_change(steady)
+    with pytest.raises(AssertionError, match="the repeat's loss drops abruptly"):
+        check_phase_change([3.0] * 600)
+
+
+def test_18_the_panel_shows_the_models_maps_and_each_heads_scores(two_layers):
+    from helpers.induction import repeat_words
+    from helpers.panels import InductionExplorer
+
+    model = two_layers.model
+    panel = InductionExplorer(model, n=10, seed=3)
+    tokens, words = panel.sequences[0]
+    assert tokens.shape == (1, 20) and torch.equal(tokens[0, :10], tokens[0, 10:])
+    with torch.no_grad():
+        _, maps = model(tokens)
+    for layer in range(2):
+        for head in range(model.num_heads):
+            panel.layer_slider.value, panel.head_slider.value = layer, head
+            assert torch.allclose(panel.maps, maps[layer][0])
+            previous = float(previous_token_scores(maps[layer])[head])
+            induction = float(induction_scores(maps[layer], torch.tensor([10]))[head])
+            assert f"on the previous token: {previous:.2f}" in panel.table
+            assert f"after its first-half twin: {induction:.2f}" in panel.table
+    panel.choice.value = 1  # the sentence, repeated
+    sentence, labels = repeat_words("the cat sat on a warm mat")
+    assert torch.equal(panel.sequences[1][0], sentence) and labels[7:] == labels[:7]
+    assert panel.message.startswith("14 tokens: 7, then the same 7 again")
+    with pytest.raises(ValueError, match="needs 40 positions and the model has 32"):
+        InductionExplorer(model, n=20)

@@ -22,7 +22,8 @@ One module per panel, named by what it shows (the notebook that builds it in bra
 - `real_heads` (12): MiniLM's heads on the learner's own text;
 - `cross_attention` (13): T_q × T_k maps for any h and source length;
 - `shared_kv` (15): query heads over fewer K/V heads: maps, parameters, the cache;
-- `circuits` (17): each head's maps rebuilt from W_QK, and the ranks of W_QK.
+- `circuits` (17): each head's maps rebuilt from W_QK, and the ranks of W_QK;
+- `induction` (18): a trained two-layer causal model's heads on a repeated sequence.
 """
 
 from helpers.panels.base import H_MAX, plural
@@ -30,6 +31,7 @@ from helpers.panels.block_matrix import BlockMatrixExplorer
 from helpers.panels.circuits import CircuitsExplorer
 from helpers.panels.cross_attention import TARGET, CrossAttentionExplorer
 from helpers.panels.heads import HeadsExplorer
+from helpers.panels.induction import InductionExplorer
 from helpers.panels.one_head import QueryExplorer
 from helpers.panels.one_vs_many import OneVsManyExplorer
 from helpers.panels.parameters import ParameterExplorer
@@ -50,6 +52,7 @@ __all__ = [
     "ScalingExplorer",
     "D_KS",
     "CircuitsExplorer",
+    "InductionExplorer",
     "H_MAX",
     "plural",
 ]

@@ -1,0 +1,91 @@
+"""The panel of `18_induction_heads.ipynb`: a trained two-layer causal model's heads, on a
+repeated sequence of random tokens and on a repeated sentence."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import torch
+
+from helpers.attention_view import AttentionView, Frame
+from helpers.checks import check_attention_rows
+from helpers.examples import SENTENCE
+from helpers.induction import AttentionOnly, induction_scores, previous_token_scores, repeat_words
+from helpers.panels.base import _lines, _Panel, _shape_row, _table, _titles, plural
+
+SEQUENCES = ("random tokens, repeated", "a sentence, repeated")
+
+
+def _random_repeat(n: int, vocab: int, seed: int) -> tuple[torch.Tensor, list[str]]:
+    """n random token ids, then the same n again: (1, 2n) and a label per token."""
+    first = torch.randint(0, vocab, (n,), generator=torch.Generator().manual_seed(seed))
+    tokens = torch.cat([first, first])[None]
+    return tokens, [f"#{i}" for i in tokens[0].tolist()]
+
+
+class InductionExplorer(_Panel):
+    """Each head of a trained `AttentionOnly` model on a sequence whose first half repeats:
+    buttons for the sequence, sliders for layer and head (the head drawn large), and beside the
+    maps each head's previous-token and induction scores on the sequence shown."""
+
+    WHAT = "the induction panel"
+    RADIUS = 0  # unused: both sequences, every layer and head come from two forwards
+
+    def __init__(self, model: AttentionOnly, sentence: str = SENTENCE, n: int = 10, seed: int = 3):
+        self.model = model
+        sentence_tokens, sentence_words = repeat_words(sentence, model.vocab)
+        random_tokens, random_words = _random_repeat(n, model.vocab, seed)
+        longest, positions = max(2 * n, sentence_tokens.size(1)), model.position.num_embeddings
+        if longest > positions:
+            raise ValueError(
+                f"the repeated sequence needs {longest} positions and the model has {positions}: "
+                f"use n and a sentence of at most {positions // 2} tokens"
+            )
+        self.sequences = [(random_tokens, random_words), (sentence_tokens, sentence_words)]
+        self.choice = widgets.ToggleButtons(
+            options=[(name, i) for i, name in enumerate(SEQUENCES)], description="sequence"
+        )
+        layers, h = len(model.layers), model.num_heads
+        self.layer_slider = widgets.IntSlider(value=0, min=0, max=layers - 1, description="layer")
+        self.head_slider = widgets.IntSlider(value=0, min=0, max=h - 1, description="head")
+        self._maps: dict[int, list[torch.Tensor]] = {}
+        view = AttentionView(key_by=["choice", "layer", "head"], focus_by="head", enlarge=True)
+        controls = {"choice": self.choice, "layer": self.layer_slider, "head": self.head_slider}
+        rows = [self.choice, widgets.HBox([self.layer_slider, self.head_slider])]
+        super().__init__(controls, view, rows)
+
+    def _reachable(self, setting, radius):
+        layers, h = len(self.model.layers), self.model.num_heads
+        for choice in range(len(self.sequences)):
+            for layer in range(layers):
+                for head in range(h):
+                    yield {"choice": choice, "layer": layer, "head": head}
+
+    def _layer_maps(self, choice: int) -> list[torch.Tensor]:
+        """Each layer's maps (1, h, T, T) on sequence `choice`, computed once."""
+        if choice not in self._maps:
+            with torch.no_grad():
+                _, self._maps[choice] = self.model(self.sequences[choice][0])
+        return self._maps[choice]
+
+    def _frame(self, choice: int, layer: int, head: int) -> Frame:
+        tokens, words = self.sequences[choice]
+        maps = self._layer_maps(choice)[layer]  # (1, h, T, T)
+        T, h, n = tokens.size(1), self.model.num_heads, tokens.size(1) // 2
+        block = f"{choice}/{layer}"
+        if not self.view.has_maps(block):
+            self.view.add_maps(block, maps[0], words, words, _titles(h))
+        previous = previous_token_scores(maps)  # (h,)
+        induction = induction_scores(maps, torch.tensor([n]))  # (h,)
+        rows = [
+            ("tensor", "shape", "dims", "check"),
+            _shape_row(tokens, (1, T), "tokens", "B T"),
+            _shape_row(maps, (1, h, T, T), f"layer {layer} maps", "B h T T"),
+        ]
+        lines = [check_attention_rows(maps, f"layer {layer} maps", echo=False)]
+        lines += [
+            f"head {head}, on the previous token: {float(previous[head]):.2f}",
+            f"head {head}, on the token after its first-half twin: {float(induction[head]):.2f}",
+        ]
+        note = f"{plural(T, 'token')}: {n}, then the same {n} again; layer {layer}, head {head}"
+        side = _table(rows, f"layer {layer}, head {head}") + _lines(lines)
+        return Frame(block, side, note)
