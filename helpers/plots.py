@@ -285,6 +285,33 @@ def loss_curves(curves: dict[str, list[float]], title: str) -> Figure:
     return fig
 
 
+def copy_curves(first: list[float], repeat: list[float], chance: float, steps: int) -> Figure:
+    """The copying task's two losses against the training step, each the mean of the last 50
+    steps, on axes fixed to `steps` steps and 0 .. chance + 0.5, so a curve drawn while training
+    grows into the same frame. A dashed line marks chance, ln vocab."""
+    fig = Figure(figsize=(7, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    for label, losses, colour in [
+        ("first copy: cannot be predicted", first, HEAD_COLOURS[0]),
+        ("the repeat: can be copied", repeat, HEAD_COLOURS[1]),
+    ]:
+        if losses:
+            t = torch.tensor(losses)
+            smooth = torch.stack([t[max(0, i - 49) : i + 1].mean() for i in range(len(t))])
+            ax.plot(range(1, len(t) + 1), smooth.tolist(), color=colour, lw=2.5, label=label)
+    ax.axhline(chance, color="0.3", ls="--", lw=1.2)
+    ax.text(steps * 0.99, chance - 0.05, f"chance: ln vocab = {chance:.2f}", ha="right",
+            va="top", fontsize=FONT - 1, color="0.25")  # fmt: skip
+    ax.set_xlim(0, steps)
+    ax.set_ylim(0, chance + 0.5)
+    ax.set_xlabel("training step", fontsize=FONT)
+    ax.set_ylabel("loss (mean of 50 steps)", fontsize=FONT)
+    ax.tick_params(labelsize=FONT - 1)
+    ax.legend(fontsize=FONT, loc="center right")
+    ax.grid(alpha=0.3)
+    return fig
+
+
 def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
     """Three layouts of the same numbers, in nn.Linear's (out, in) layout and at one scale: a
     GPT-style (3 d_model, d_model) qkv weight, its W^Q rows, one head's W_i^Q. Colours = heads."""

@@ -31,7 +31,7 @@ from helpers.panels.block_matrix import BlockMatrixExplorer
 from helpers.panels.circuits import CircuitsExplorer
 from helpers.panels.cross_attention import TARGET, CrossAttentionExplorer
 from helpers.panels.heads import HeadsExplorer
-from helpers.panels.induction import InductionExplorer
+from helpers.panels.induction import InductionExplorer, TrainingView
 from helpers.panels.one_head import QueryExplorer
 from helpers.panels.one_vs_many import OneVsManyExplorer
 from helpers.panels.parameters import ParameterExplorer
@@ -53,6 +53,7 @@ __all__ = [
     "D_KS",
     "CircuitsExplorer",
     "InductionExplorer",
+    "TrainingView",
     "H_MAX",
     "plural",
 ]

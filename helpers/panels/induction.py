@@ -89,3 +89,35 @@ class InductionExplorer(_Panel):
         note = f"{plural(T, 'token')}: {n}, then the same {n} again; layer {layer}, head {head}"
         side = _table(rows, f"layer {layer}, head {head}") + _lines(lines)
         return Frame(block, side, note)
+
+
+class TrainingView(widgets.VBox):
+    """A progress line and the loss curve, redrawn every `every` steps while `train_copying`
+    runs (pass `update` as its `on_step`): a class watches the repeat's loss fall."""
+
+    def __init__(self, steps: int, every: int = 100):
+        import time
+
+        self.steps, self.every, self.start = steps, every, time.perf_counter()
+        self.line = widgets.HTML(f"step 0 of {steps}")
+        self.picture = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        super().__init__([self.line, self.picture])
+        self.add_class("course-panel")
+
+    def __repr__(self) -> str:
+        return "▶ Run ▸ Run All Cells in the notebook view starts the training and its loss curve"
+
+    def update(self, step: int, run) -> None:
+        import time
+
+        from helpers.plots import copy_curves, to_png
+
+        done = step + 1
+        if done % self.every and done != self.steps:
+            return
+        recent = lambda losses: sum(losses[-50:]) / len(losses[-50:])  # noqa: E731
+        self.line.value = (
+            f"step {done} of {self.steps} · loss on the repeat {recent(run.repeat):.2f}, on the "
+            f"first copy {recent(run.first):.2f} · {time.perf_counter() - self.start:.0f} s"
+        )
+        self.picture.value = to_png(copy_curves(run.first, run.repeat, run.chance, self.steps))
