@@ -547,16 +547,18 @@ def check_copying(first: float, repeat: float, chance: float, name: str) -> None
 def check_cannot_copy(
     repeat: float, chance: float, name: str, copying: float | None = None
 ) -> None:
-    """A model that does not copy: the repeat's loss stays above half of chance (a model that
-    copies gets it far lower; `copying` is such a model's loss, printed beside it)."""
+    """A model that does not complete the repeat: its loss there stays above half of chance (a
+    model that copies gets it far lower; `copying` is such a model's loss, printed beside it).
+    It may still do better than chance, by favouring tokens seen earlier in the sequence."""
     if repeat < 0.5 * chance:
         raise _fail(
-            f"{name} cannot copy", f"repeat loss {repeat:.2f} < half of chance {chance:.2f}"
+            f"{name} cannot complete the repeat",
+            f"repeat loss {repeat:.2f} < half of chance {chance:.2f}",
         )
     beside = f", against {copying:.2f} for the model that copies" if copying is not None else ""
     print(
         f"✓ {name}: loss {repeat:.2f} on the repeat{beside} (chance {chance:.2f}, half of it "
-        f"{chance / 2:.2f}): it does not copy"
+        f"{chance / 2:.2f}): above half of chance, it does not complete the repeat"
     )
 
 
@@ -574,30 +576,36 @@ def check_induction_heads(previous: torch.Tensor, induction: torch.Tensor) -> tu
         )
     print(
         f"✓ layer 0, head {head}: {float(previous[0, head]):.2f} of its weight on the previous "
-        f"token; layer 1, heads {found}: ≥ 0.5 on the token after the earlier copy of the "
-        "query's token"
+        f"token; layer 1, heads {found}: mean weight ≥ 0.5 on the token after the earlier copy "
+        "of the query's token"
     )
     return head, found
 
 
-def check_phase_change(repeat: list[float], window: int = 50, at_most: float = 0.25) -> int:
-    """The repeat's loss drops abruptly: smoothed over `window` steps, it stays above 80 % of its
-    start for a while, then falls to 30 % within `at_most` of the training's steps. Returns the
-    step where the drop begins."""
+def check_phase_change(
+    repeat: list[float], window: int = 50, at_most: float = 0.25, faster: float = 2.0
+) -> int:
+    """The repeat's loss drops abruptly. Smoothed over `window` steps, it falls to 80 % of its
+    start by step `slow` and to 30 % by step `fast`. Abrupt means: the second fall (50 % of the
+    start) takes at most `at_most` of the training's steps and goes at least `faster` times as
+    fast per step as the first (20 %, counted from the end of the first window). Returns `slow`."""
     from helpers.induction import phase_change
 
     slow, fast = phase_change(repeat, window)
     steps = len(repeat)
-    if fast >= steps or fast - slow > at_most * steps:
+    speedup = (50 / max(fast - slow, 1)) / (20 / max(slow - window, 1))
+    if fast >= steps or fast - slow > at_most * steps or speedup < faster:
         raise _fail(
             "the repeat's loss drops abruptly",
-            f"from 80 % to 30 % of its start took steps {slow} to {fast} of {steps} "
-            f"(more than {100 * at_most:.0f} % of them, or never)",
+            f"it fell to 80 % of its start by step {slow} and to 30 % by step {fast} of {steps}"
+            f" (never, or in more than {100 * at_most:.0f} % of the steps, or less than"
+            f" {faster:g}× as fast per step as before: {speedup:.1f}×)",
         )
     print(
-        f"✓ the repeat's loss (mean of {window} steps) stayed above 80 % of its start for "
-        f"{slow} steps, then fell to 30 % of it in {fast - slow} steps "
-        f"({100 * (fast - slow) / steps:.0f} % of the {steps}): an abrupt drop"
+        f"✓ the repeat's loss (mean of {window} steps) fell to 80 % of its start by step {slow}"
+        f" and to 30 % by step {fast}: the second fall took {fast - slow} steps "
+        f"({100 * (fast - slow) / steps:.0f} % of the {steps}) and went {speedup:.1f}× as fast"
+        " per step as the first, an abrupt drop"
     )
     return slow
 
@@ -616,6 +624,7 @@ def check_composition(base: float, without: dict[str, float], chance: float) -> 
         )
     print(
         f"✓ repeat loss {base:.2f}; without the previous-token head {without['previous']:.2f}, "
-        f"without the induction heads {without['induction']:.2f} (chance {chance:.2f}); without "
-        f"any other layer-0 head at most {without['other']:.2f}"
+        f"without the induction heads {without['induction']:.2f}: above 60 % of chance "
+        f"{chance:.2f}, the copying is gone; without any other layer-0 head at most "
+        f"{without['other']:.2f}: below 40 % of chance, it still copies (less well)"
     )

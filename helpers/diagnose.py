@@ -645,13 +645,14 @@ def _reordered(mine: torch.Tensor, form: torch.Tensor) -> bool:
 
 
 def _ratio(mine: torch.Tensor, form: torch.Tensor) -> float | None:
-    """c if mine = c · form (c ≠ 1, both finite), else None."""
+    """c if mine = c · form (c ≠ 1, c ≠ 0, both finite), else None. All zeros is no scale of
+    anything: c = 0 is not reported."""
     a, b = mine.detach().double().flatten(), form.detach().double().flatten()
     if not (a.isfinite().all() and b.isfinite().all()) or float(b @ b) == 0:
         return None
     c = float(a @ b / (b @ b))
     close = torch.allclose(a, c * b, atol=ATOL, rtol=1e-4)
-    return c if close and abs(c - 1) > 1e-3 else None
+    return c if close and abs(c - 1) > 1e-3 and abs(c) > 1e-3 else None
 
 
 def _alike(values: torch.Tensor) -> bool:

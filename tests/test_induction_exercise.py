@@ -92,3 +92,18 @@ def test_18_the_reference_agrees_with_the_courses_score_where_both_apply():
     maps[:, 0, 9, 0] = 1.0
     reference = induction_stages(maps)["out"]
     assert torch.allclose(reference * 5 / 4, induction_scores(maps, torch.tensor([5, 5])))
+
+
+def test_18_transposed_maps_are_not_called_the_same_numbers_at_another_scale():
+    # the transpose of a causal map has nothing below the diagonal: the stripe reads zeros, and
+    # zeros are no scale of the reference (the checker once said "× 0: ... at another scale")
+    def transposed(maps):
+        maps = maps.transpose(-1, -2)
+        n = maps.size(-1) // 2
+        t = torch.arange(n, 2 * n)
+        return maps[:, :, t, t - n + 1].mean(dim=(0, 2))
+
+    result = check_exercise(transposed, "induction_score", echo=False)
+    assert not result.ok and result.mistakes == (None,)
+    assert "another scale" not in result.message and "× 0" not in result.message
+    assert "largest difference" in result.message

@@ -135,7 +135,7 @@ def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int
 def panel(page, n: int = 0):
     """The n-th widget panel (controls and what they change) in the notebook's outputs."""
     return (
-        page.locator(".jp-OutputArea-output .widget-vbox:visible")
+        page.locator(".jp-OutputArea-output .widget-vbox:visible:not(.course-training)")
         .filter(has=page.locator(".attention-view, img"))
         .nth(n)
     )
