@@ -7,8 +7,10 @@ never leaves a figure behind for the notebook to show; `to_png` turns one into P
 
 from __future__ import annotations
 
+import functools
 import io
 import math
+import textwrap
 
 import matplotlib
 import numpy as np
@@ -38,7 +40,42 @@ __all__ = [
 
 ATTENTION_CMAP = "viridis"
 HEAD_COLOURS = palette.HEAD_COLOURS  # one palette for figures and panels
-FONT = 11  # readable at projector size at 80 dpi
+
+# One style for every figure, set here: what the back row of a room sees on a projector at
+# 1280x720, in JupyterLab's notebook view. `show` sizes each picture to fit that view and records
+# the smallest text it drew, in screen pixels (tests/test_figures.py reads it from every committed
+# notebook and wants at least MIN_TEXT_PX, as large as the panels' text).
+DISPLAY_WIDTH = (
+    840  # px: an output image gets 848 at 1280x720 with the file browser open (measured)
+)
+DISPLAY_HEIGHT = 520  # px: the notebook shows 599 px of height at 720 (measured), less a margin
+MAX_DPI = 120  # a small figure grows to at most this many pixels per inch
+MIN_TEXT_PX = 14
+FONT = 13  # pt: titles, axis labels, legends
+SMALL = 12  # pt: tick labels and numbers inside cells, the smallest text a figure uses
+STYLE = {
+    "font.size": SMALL,
+    "axes.titlesize": FONT + 1,
+    "axes.labelsize": FONT,
+    "xtick.labelsize": SMALL,
+    "ytick.labelsize": SMALL,
+    "legend.fontsize": SMALL,
+    "figure.titlesize": FONT + 1,
+}
+
+
+def _styled(function):
+    """Build the figure in the course's style (STYLE), every tick label at SMALL."""
+
+    @functools.wraps(function)
+    def styled(*args, **kwargs) -> Figure:
+        with matplotlib.rc_context(STYLE):
+            fig = function(*args, **kwargs)
+            for ax in fig.axes:
+                ax.tick_params(labelsize=SMALL)
+        return fig
+
+    return styled
 
 
 def _cmap():
@@ -54,27 +91,70 @@ def colormap_table(name: str = ATTENTION_CMAP) -> list[str]:
     return [f"#{r:02x}{g:02x}{b:02x}" for r, g, b, _ in colours]
 
 
-def to_png(fig: Figure, dpi: int = 80) -> bytes:
-    """Render a figure to PNG bytes (for `widgets.Image`)."""
+def display_dpi(fig: Figure) -> float:
+    """Pixels per inch that make the figure as large as the notebook's view allows (at most
+    DISPLAY_WIDTH x DISPLAY_HEIGHT), but no more than MAX_DPI."""
+    width, height = fig.get_size_inches()
+    return min(MAX_DPI, DISPLAY_WIDTH / width, DISPLAY_HEIGHT / height)
+
+
+def shown_width(fig: Figure) -> int:
+    """The width in pixels at which `show` displays the figure (its PNG's own width)."""
+    return round(fig.get_figwidth() * display_dpi(fig))
+
+
+def render(fig: Figure, dpi: float | None = None, fmt: str = "png") -> tuple[bytes, float]:
+    """The figure as PNG (or JPEG) bytes at `dpi` (default: `display_dpi`), and the height in
+    pixels of the smallest text drawn on it (inf if none): every string the renderer drew, with
+    its size in points, turned into pixels at that dpi."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    dpi = dpi or display_dpi(fig)
+    sizes = []
+    draw_text = RendererAgg.draw_text
+
+    def measured(self, gc, x, y, s, prop, *args, **kwargs):
+        if s.strip():
+            sizes.append(prop.get_size_in_points())
+        return draw_text(self, gc, x, y, s, prop, *args, **kwargs)
+
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
+    RendererAgg.draw_text = measured
+    try:
+        extra = {"pil_kwargs": {"quality": 85}} if fmt == "jpeg" else {}
+        fig.savefig(buffer, format=fmt, dpi=dpi, **extra)
+    finally:
+        RendererAgg.draw_text = draw_text
+    return buffer.getvalue(), min(sizes, default=math.inf) * dpi / 72
 
 
-def show(fig: Figure, dpi: int = 90, jpeg: bool = False) -> None:
-    """Display a figure in a notebook as a PNG (no pyplot involved, so nothing else is shown).
+def to_png(fig: Figure, dpi: float | None = None) -> bytes:
+    """Render a figure to PNG bytes (for `widgets.Image`), by default at `display_dpi`."""
+    return render(fig, dpi)[0]
+
+
+def _alt(fig: Figure) -> str:
+    """A text alternative for a screen reader: the figure's titles."""
+    titles = [fig._suptitle.get_text()] if fig._suptitle else []
+    titles += [ax.get_title() for ax in fig.axes if ax.get_title()]
+    return "; ".join(t.replace("\n", " ") for t in titles) or "figure"
+
+
+def show(fig: Figure, jpeg: bool = False) -> None:
+    """Display a figure in a notebook (no pyplot involved, so nothing else is shown), sized by
+    `display_dpi`, with its titles as alt text and, in the output's metadata, the smallest text
+    in screen pixels (`course.text_px`) and the width it is shown at.
 
     jpeg=True suits pictures of raw weights: they are noise, which PNG cannot compress (a
     384 x 384 matrix takes ~500 KB as PNG, ~100 KB as JPEG), and the notebook is stored in git.
     """
     from IPython.display import Image, display
 
-    if not jpeg:
-        display(Image(to_png(fig, dpi=dpi), format="png"))
-        return
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="jpeg", dpi=dpi, pil_kwargs={"quality": 85})
-    display(Image(buffer.getvalue(), format="jpeg"))
+    fmt = "jpeg" if jpeg else "png"
+    data, text_px = render(fig, fmt=fmt)
+    width = shown_width(fig)
+    course = {"text_px": round(text_px, 1), "width": width}
+    display(Image(data, format=fmt, width=width, alt=_alt(fig), metadata={"course": course}))
 
 
 def _matrix(t: torch.Tensor, rank: int, what: str) -> torch.Tensor:
@@ -84,6 +164,7 @@ def _matrix(t: torch.Tensor, rank: int, what: str) -> torch.Tensor:
     return t
 
 
+@_styled
 def attention_map(
     weights: torch.Tensor, words: list[str], title: str, annotate: bool = True
 ) -> Figure:
@@ -107,11 +188,14 @@ def attention_map(
             for j in range(T):
                 value = float(w[i, j])
                 colour = "black" if value > 0.6 else "white"
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color=colour)
+                ax.text(
+                    j, i, f"{value:.2f}", ha="center", va="center", fontsize=SMALL, color=colour
+                )
     fig.colorbar(image, ax=ax, shrink=0.8, label="attention weight")
     return fig
 
 
+@_styled
 def heads_mosaic(
     weights: torch.Tensor,
     words: list[str],
@@ -135,34 +219,45 @@ def heads_mosaic(
         )
     cols = cols or min(h, 4)
     rows = math.ceil(h / cols)
-    gap = 1 if max(T_q, T_k) < 10 else 2
-    canvas = _tile(w, cols, gap)
-    cell = min(0.42, 6.4 / canvas.shape[1])  # inches per token, keeping the figure projector-wide
+
+    def sized(gap: int) -> tuple[torch.Tensor, float]:
+        canvas = _tile(w, cols, gap)
+        return canvas, min(0.42, 7.6 / canvas.shape[1], height_left / canvas.shape[0])
+
+    # inches per token: the figure fits the notebook's view (DISPLAY_WIDTH x DISPLAY_HEIGHT at
+    # 84 dpi or more, where SMALL text is 14 px); labels too close together are thinned, never
+    # shrunk (every `step`-th token labelled)
+    height_left = 6.0 - 1.4 - 0.25 * rows
+    canvas, cell = sized(1)
+    gap = math.ceil(0.3 / cell)  # the gap between rows of tiles holds a tile's title
+    canvas, cell = sized(gap)
     fig = Figure(
         figsize=(2.2 + cell * canvas.shape[1], 1.4 + cell * canvas.shape[0] + 0.25 * rows),
         layout="constrained",
     )
     ax = fig.add_subplot()
     image = ax.imshow(canvas.numpy(), cmap=_cmap(), vmin=0.0, vmax=1.0)
-    small = 10 if cell >= 0.3 else 8 if cell >= 0.19 else 6  # as large as the tiles allow
+    step = max(1, math.ceil(0.17 / cell))  # a SMALL label needs about 0.17 inch
     ax.set_xticks(
-        [c * (T_k + gap) + j for c in range(min(cols, h)) for j in range(T_k)],
-        keys * min(cols, h),
+        [c * (T_k + gap) + j for c in range(min(cols, h)) for j in range(0, T_k, step)],
+        keys[::step] * min(cols, h),
         rotation=90,
-        fontsize=small,
+        fontsize=SMALL,
     )
     ax.set_yticks(
-        [r * (T_q + gap) + j for r in range(rows) for j in range(T_q)], words * rows, fontsize=small
+        [r * (T_q + gap) + j for r in range(rows) for j in range(0, T_q, step)],
+        words[::step] * rows,
+        fontsize=SMALL,
     )
     for i in range(h):
         r, c = divmod(i, cols)
         x_mid = c * (T_k + gap) + (T_k - 1) / 2
         label = titles[i] if titles else f"head {i}"
-        ax.text(x_mid, r * (T_q + gap) - 0.7, label, ha="center", va="bottom", fontsize=FONT)
+        ax.text(x_mid, r * (T_q + gap) - 0.6, label, ha="center", va="bottom", fontsize=FONT)
         if marks is not None:
             for a, b in marks[i].nonzero().tolist():
                 ax.text(c * (T_k + gap) + b, r * (T_q + gap) + a, "×", ha="center",
-                        va="center", color="white", fontsize=small + 2)  # fmt: skip
+                        va="center", color="white", fontsize=SMALL + 2)  # fmt: skip
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
@@ -186,6 +281,7 @@ def _tile(w: torch.Tensor, cols: int, gap: int) -> torch.Tensor:
     return canvas
 
 
+@_styled
 def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "columns") -> Figure:
     """A d_model x d_model projection in the paper's layout (x @ W: rows = input features,
     columns = output features), each head's block tinted in its own colour: d_k columns for
@@ -197,7 +293,7 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "co
     d_in, d_out = w.shape
     by_rows = cut == "rows"
     d_k = (d_in if by_rows else d_out) // h
-    fig = Figure(figsize=(7.2, 6.2))  # fixed margins: constrained layout is slow on a slider
+    fig = Figure(figsize=(7.2, 6.0))  # fixed margins: constrained layout is slow on a slider
     fig.subplots_adjust(left=0.16 if by_rows else 0.1, right=0.97, bottom=0.09, top=0.86)
     ax = fig.add_subplot()
     limit = float(w.abs().max()) or 1.0
@@ -235,6 +331,7 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "co
     return fig
 
 
+@_styled
 def parameter_counts(
     series: dict[str, tuple[list[int], list[int]]],
     title: str,
@@ -254,22 +351,23 @@ def parameter_counts(
     if highlight is not None:
         ax.axvline(highlight, color="0.3", ls=":", lw=1.5)
         ax.text(
-            highlight, top * 0.04, f"h = {highlight}", ha="center", va="bottom", fontsize=FONT - 1,
+            highlight, top * 0.04, f"h = {highlight}", ha="center", va="bottom", fontsize=SMALL,
             bbox={"facecolor": "white", "edgecolor": "0.3", "boxstyle": "round"},
         )  # fmt: skip
     if log_x:
         ax.set_xscale("log", base=2)
     ticks = sorted({h for hs, _ in series.values() for h in hs})
-    ax.set_xticks(ticks, [str(h) for h in ticks], fontsize=FONT - 1)
+    ax.set_xticks(ticks, [str(h) for h in ticks], fontsize=SMALL)
     ax.set_ylim(0, top * 1.3)
     ax.set_xlabel("number of heads h", fontsize=FONT)
     ax.set_ylabel("parameters", fontsize=FONT)
     ax.set_title(title, fontsize=FONT + 1)
-    ax.legend(fontsize=FONT - 1, loc="upper left")
+    ax.legend(fontsize=SMALL, loc="upper left")
     ax.grid(alpha=0.3)
     return fig
 
 
+@_styled
 def loss_curves(curves: dict[str, list[float]], title: str) -> Figure:
     """Training loss against step, one line per label."""
     fig = Figure(figsize=(7, 3.6), layout="constrained")
@@ -285,6 +383,7 @@ def loss_curves(curves: dict[str, list[float]], title: str) -> Figure:
     return fig
 
 
+@_styled
 def copy_curves(first: list[float], repeat: list[float], chance: float, steps: int) -> Figure:
     """The copying task's two losses against the training step, each the mean of the last 50
     steps, on axes fixed to `steps` steps and 0 .. chance + 0.5, so a curve drawn while training
@@ -301,17 +400,19 @@ def copy_curves(first: list[float], repeat: list[float], chance: float, steps: i
             ax.plot(range(1, len(t) + 1), smooth.tolist(), color=colour, lw=2.5, label=label)
     ax.axhline(chance, color="0.3", ls="--", lw=1.2)
     ax.text(steps * 0.99, chance - 0.05, f"chance: ln vocab = {chance:.2f}", ha="right",
-            va="top", fontsize=FONT - 1, color="0.25")  # fmt: skip
+            va="top", fontsize=SMALL, color="0.25")  # fmt: skip
     ax.set_xlim(0, steps)
     ax.set_ylim(0, chance + 0.5)
     ax.set_xlabel("training step", fontsize=FONT)
     ax.set_ylabel("loss (mean of 50 steps)", fontsize=FONT)
-    ax.tick_params(labelsize=FONT - 1)
-    ax.legend(fontsize=FONT, loc="center right")
+    ax.tick_params(labelsize=SMALL)
+    if first or repeat:  # an empty frame (before training) has nothing to name
+        ax.legend(fontsize=FONT, loc="center right")
     ax.grid(alpha=0.3)
     return fig
 
 
+@_styled
 def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
     """Three layouts of the same numbers, in nn.Linear's (out, in) layout and at one scale: a
     GPT-style (3 d_model, d_model) qkv weight, its W^Q rows, one head's W_i^Q. Colours = heads."""
@@ -319,7 +420,7 @@ def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
     d_model = w.shape[1]
     d_k = d_model // h
     limit = float(w.abs().max()) or 1.0
-    fig = Figure(figsize=(12, 6.2))
+    fig = Figure(figsize=(10, 6.0))
     fig.subplots_adjust(left=0.05, right=0.98, bottom=0.08, top=0.86, wspace=0.45)
     axes = fig.subplots(1, 3, width_ratios=[1, 1, 1], height_ratios=[1])
     pieces = [
@@ -333,7 +434,7 @@ def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
     for ax, (matrix, title) in zip(axes, pieces):
         ax.imshow(matrix.numpy(), cmap="gray", vmin=-limit, vmax=limit, interpolation="nearest")
         ax.set_title(title, fontsize=FONT)
-        ax.set_xlabel("input feature (d_model)", fontsize=FONT - 1)
+        ax.set_xlabel("input feature (d_model)", fontsize=SMALL)
         ax.set_ylim(3 * d_model - 0.5, -0.5)  # one scale for all three: sizes compare by eye
     axes[0].set_ylabel("output feature", fontsize=FONT)
     for part, name in enumerate(("Q", "K", "V")):  # bands of the qkv weight, split into heads
@@ -360,6 +461,7 @@ def qkv_layouts(qkv_weight: torch.Tensor, h: int, head: int = 0) -> Figure:
     return fig
 
 
+@_styled
 def masks_and_maps(
     masks: dict[str, torch.Tensor],
     maps: dict[str, torch.Tensor],
@@ -371,7 +473,7 @@ def masks_and_maps(
     n = len(masks)
     labels = words if isinstance(words, dict) else dict.fromkeys(masks, words)
     T = len(next(iter(labels.values())))
-    fig = Figure(figsize=(4.2 * n + 1, 8.4), layout="constrained")
+    fig = Figure(figsize=(2.9 * n + 1.2, 6.0), layout="constrained")  # fits the view at 84 dpi
     axes = fig.subplots(2, n, squeeze=False)
     for col, (name, mask) in enumerate(masks.items()):
         top, bottom = axes[0, col], axes[1, col]
@@ -380,15 +482,16 @@ def masks_and_maps(
         image = bottom.imshow(_matrix(maps[name], 2, "map").numpy(), cmap=_cmap(), vmin=0, vmax=1)
         bottom.set_title(f"attention with {name}", fontsize=FONT)
         for ax in (top, bottom):
-            ax.set_xticks(range(T), labels[name], rotation=90, fontsize=FONT - 1)
-            ax.set_yticks(range(T), labels[name], fontsize=FONT - 1)
-        bottom.set_xlabel("key (attended to)", fontsize=FONT - 1)
+            ax.set_xticks(range(T), labels[name], rotation=90, fontsize=SMALL)
+            ax.set_yticks(range(T), labels[name], fontsize=SMALL)
+        bottom.set_xlabel("key (attended to)", fontsize=SMALL)
     axes[0, 0].set_ylabel("query", fontsize=FONT)
     axes[1, 0].set_ylabel("query", fontsize=FONT)
     fig.colorbar(image, ax=axes[1, :].tolist(), shrink=0.8, label="attention weight")
     return fig
 
 
+@_styled
 def timings(
     head_counts: list[int],
     series: dict[str, list[float]],
@@ -409,16 +512,17 @@ def timings(
             low, high = zip(*spread[label])
             ax.fill_between(head_counts, low, high, color=colour, alpha=0.25, lw=0)
     ax.set_xscale("log", base=2)
-    ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=FONT - 1)
+    ax.set_xticks(head_counts, [str(h) for h in head_counts], fontsize=SMALL)
     ax.set_ylim(0, max(max(ms) for ms in series.values()) * 1.15)
     ax.set_xlabel(xlabel, fontsize=FONT)
     ax.set_ylabel(ylabel, fontsize=FONT)
     ax.set_title(title, fontsize=FONT + 1)
-    ax.legend(fontsize=FONT - 1)
+    ax.legend(fontsize=SMALL)
     ax.grid(alpha=0.3)
     return fig
 
 
+@_styled
 def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: int) -> Figure:
     """One panel per measure against d_k (log axis), one line per label in `series`:
     {label: {measure: [one value per d_k], ...}}, the measures of `experiment.Saturation`, drawn
@@ -435,8 +539,13 @@ def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: in
     }  # fmt: skip
     fields = [f for f in next(iter(series.values())) if f != "query_grad_median"]
     median = "query_grad_median" in next(iter(series.values()))
-    fig = Figure(figsize=(3.3 * len(fields), 3.9), layout="constrained")
-    axes = fig.subplots(1, len(fields))
+    cols = min(len(fields), 2)  # two panels a row: each wide enough for SMALL text at 84 dpi
+    rows = math.ceil(len(fields) / cols)
+    fig = Figure(figsize=(4.2 * cols, 0.6 + 2.7 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).flatten()
+    for ax in axes[len(fields) :]:
+        ax.remove()  # an odd number of measures: the last row has one panel
+    axes = axes[: len(fields)]
     for ax, field in zip(axes, fields):
         both = field == "query_grad" and median
         label, marks = known["query_grad_both" if both else field]
@@ -446,9 +555,9 @@ def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: in
                 ax.plot(d_ks, values["query_grad_median"], "s--", color=colour, lw=2, ms=5)
         for y, text in marks:
             ax.axhline(y, color="#555", lw=1, ls=":")
-            ax.text(d_ks[0], y, f" {text}", va="bottom", fontsize=FONT - 2, color="#555")
+            ax.text(d_ks[0], y, f" {text}", va="bottom", fontsize=SMALL, color="#555")
         ax.set_xscale("log", base=2)
-        ax.set_xticks(d_ks, [str(d) for d in d_ks], fontsize=FONT - 2)
+        ax.set_xticks(d_ks, [str(d) for d in d_ks], fontsize=SMALL)
         ax.set_xlabel("d_k", fontsize=FONT)
         ax.set_title(label, fontsize=FONT)
         ax.grid(alpha=0.3)
@@ -456,7 +565,7 @@ def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: in
         bounded = {"max_weight": (0, 1.12), "others_share": (0, 1.05)}  # shares: 0 .. 1
         bounded["entropy"] = (-0.1, max(top, math.log(T)) * 1.15)
         ax.set_ylim(*bounded.get(field, (0, top * 1.3)))
-    axes[0].legend(fontsize=FONT - 1, loc="center right")
+    axes[0].legend(fontsize=SMALL, loc="center right")
     fig.suptitle(f"softmax rows over {T} keys, q and k entries of variance 1", fontsize=FONT + 1)
     return fig
 
@@ -476,9 +585,10 @@ def _token_grid(ax, grid: torch.Tensor, x0: float, y0: float, colours: list[str]
             t = int(grid[r, c])
             ax.add_patch(Rectangle((x0 + c, y0 + r), 1, 1, facecolor=colours[t],
                                    edgecolor="white", lw=1))  # fmt: skip
-            ax.text(x0 + c + 0.5, y0 + r + 0.5, str(t), ha="center", va="center", fontsize=9)
+            ax.text(x0 + c + 0.5, y0 + r + 0.5, str(t), ha="center", va="center", fontsize=SMALL)
 
 
+@_styled
 def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[str]) -> Figure:
     """Where each number of q goes when it is cut into heads. `source` (T, d_model) holds, in each
     cell, the token it came from; each of `cuts` (h, T, d_k) holds the same token numbers after a
@@ -489,44 +599,58 @@ def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[st
     T, d_model = src.shape
     h, _, d_k = next(iter(grids.values())).shape
     colours = _token_colours(T)
-    gap, label, band = 1, 4.5, T + 3.4  # cells between heads, for row labels, per band of rows
+    gap, label = 1, 4.5  # cells between heads, and for the row labels
     width = max(h * d_k + (h - 1) * gap, d_model)
-    total_w, total_h = len(grids) * (label + width) + 0.5, 2 * band
-    cell = min(0.32, 12.5 / total_w)  # inches per cell: the figure fits a projector's width
+    total_w = len(grids) * (label + width) + 0.5
+    widest = min(0.32, 10 / total_w)  # inches per cell: the figure fits the view's width
+    chars = max(20, int(width * widest * 72 / (0.6 * FONT)))  # a title's line fits its panel
+    # (title lines, grid (n, rows, cols), left, whether its n pieces are heads); bands of rows
+    panels = [(textwrap.wrap("q = x · W^Q: row t holds token t's d_model features; head i owns "
+                             "d_k columns", 2 * chars), src[None], 0, False)]  # fmt: skip
+    panels += [
+        (textwrap.wrap(name, chars), g, i * (label + width), True)
+        for i, (name, g) in enumerate(grids.items())
+    ]
+    cell = widest
+    for _ in range(3):  # and its height, where a line of text takes more cells as cells shrink
+        line = 0.24 / cell  # cells per line of FONT text
+
+        def heading(lines: list[str], line: float = line) -> float:  # a title and head labels
+            return 0.4 + (len(lines) + 1.2) * line
+
+        top_band = heading(panels[0][0]) + T + 1
+        total_h = top_band + max(heading(p[0]) for p in panels[1:]) + T + 0.5
+        cell = min(widest, 6.0 / total_h)
     fig = Figure(figsize=(cell * total_w, cell * total_h))
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, total_w)
     ax.set_ylim(total_h, 0)
     ax.set_axis_off()
-    # (title, grid (n, rows, cols), left, top, whether its n pieces are heads)
-    panels = [("q = x · W^Q: row t holds token t's d_model features; head i owns d_k columns",
-                src[None], 0, 0, False)]  # fmt: skip
-    panels += [
-        (name, g, i * (label + width), band, True) for i, (name, g) in enumerate(grids.items())
-    ]
-    for title, grid, left, top, per_head in panels:
-        x_start, y0 = left + label, top + 2.6
-        ax.text(x_start, top + 0.8, title, fontsize=FONT, va="center")
+    for lines, grid, left, per_head in panels:
+        top = top_band if per_head else 0
+        x_start, y0 = left + label, top + heading(lines)
+        ax.text(x_start, top + 0.4, "\n".join(lines), fontsize=FONT, va="top")
         if not per_head:  # which columns of q each head owns: features i·d_k .. (i+1)·d_k
             for i in range(d_model // d_k):
                 colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
                 x0 = x_start + i * d_k
                 ax.plot([x0 + 0.15, x0 + d_k - 0.15], [y0 - 0.15] * 2, color=colour, lw=2)
-                ax.text(x0 + d_k / 2, y0 - 0.3, f"head {i}", ha="center", fontsize=FONT - 1,
+                ax.text(x0 + d_k / 2, y0 - 0.3, f"head {i}", ha="center", fontsize=SMALL,
                         color=colour, va="bottom")  # fmt: skip
         for i in range(len(grid)):
             x0 = x_start + i * (d_k + gap)
             _token_grid(ax, grid[i], x0, y0, colours)
             if per_head:
                 colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
-                ax.text(x0 + d_k / 2, y0 - 0.2, f"head {i}", ha="center", fontsize=FONT - 1,
+                ax.text(x0 + d_k / 2, y0 - 0.2, f"head {i}", ha="center", fontsize=SMALL,
                         color=colour, va="bottom")  # fmt: skip
         for t in range(T):  # the row labels the code believes: "token t"
             name = f"{t}: {words[t]}" if t < len(words) else str(t)
-            ax.text(x_start - 0.3, y0 + t + 0.5, name, ha="right", va="center", fontsize=FONT - 1)
+            ax.text(x_start - 0.3, y0 + t + 0.5, name, ha="right", va="center", fontsize=SMALL)
     return fig
 
 
+@_styled
 def head_reach(changes: dict[str, torch.Tensor], d_k: int) -> Figure:
     """Which output features each head can change: one panel per label, each (h, d_model) of
     how much output feature j moves (mean |change| over the tokens) when head i's output is set
@@ -535,18 +659,18 @@ def head_reach(changes: dict[str, torch.Tensor], d_k: int) -> Figure:
         name: _matrix(c, 2, "head_reach takes (h, d_model) changes") for name, c in changes.items()
     }
     h, d_model = next(iter(grids.values())).shape
-    fig = Figure(figsize=(11, 1.3 + 0.32 * h * len(grids)), layout="constrained")
+    fig = Figure(figsize=(10, 1.3 + 0.32 * h * len(grids)), layout="constrained")
     axes = fig.subplots(len(grids), 1, squeeze=False)[:, 0]
     for ax, (name, grid) in zip(axes, grids.items()):
         image = ax.imshow(grid.numpy(), cmap="Greys", vmin=0, aspect="auto",
                           interpolation="nearest")  # fmt: skip
         for i in range(1, d_model // d_k):
             ax.axvline(i * d_k - 0.5, color=HEAD_COLOURS[0], lw=1, ls=":")
-        ax.set_yticks(range(h), [f"head {i}" for i in range(h)], fontsize=FONT - 1)
+        ax.set_yticks(range(h), [f"head {i}" for i in range(h)], fontsize=SMALL)
         for i, tick in enumerate(ax.get_yticklabels()):
             tick.set_color(HEAD_COLOURS[i % len(HEAD_COLOURS)])
         ax.set_title(name, fontsize=FONT)
         ax.set_xlabel(f"output feature (d_model = {d_model}); dotted: every d_k = {d_k}",
-                      fontsize=FONT - 1)  # fmt: skip
+                      fontsize=SMALL)  # fmt: skip
         fig.colorbar(image, ax=ax, label="mean |change|", shrink=0.9)
     return fig

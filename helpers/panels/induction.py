@@ -100,7 +100,10 @@ class TrainingView(widgets.VBox):
 
         self.steps, self.every, self.start = steps, every, time.perf_counter()
         self.line = widgets.HTML(f"step 0 of {steps}")
-        self.picture = widgets.Image(format="png", layout=widgets.Layout(width="640px"))
+        from helpers.plots import copy_curves, shown_width
+
+        width = shown_width(copy_curves([], [], 1.0, steps))  # the curve's size, not stretched
+        self.picture = widgets.Image(format="png", layout=widgets.Layout(width=f"{width}px"))
         super().__init__([self.line, self.picture])
         self.add_class("course-panel")
         self.add_class("course-training")  # a picture, not a panel: browser tests skip it
