@@ -45,9 +45,8 @@ HEAD_COLOURS = palette.HEAD_COLOURS  # one palette for figures and panels
 # 1280x720, in JupyterLab's notebook view. `show` sizes each picture to fit that view and records
 # the smallest text it drew, in screen pixels (tests/test_figures.py reads it from every committed
 # notebook and wants at least MIN_TEXT_PX, as large as the panels' text).
-DISPLAY_WIDTH = (
-    840  # px: an output image gets 848 at 1280x720 with the file browser open (measured)
-)
+# px: an output image gets 848 at 1280x720 with the file browser open (measured in Chromium)
+DISPLAY_WIDTH = 840
 DISPLAY_HEIGHT = 520  # px: the notebook shows 599 px of height at 720 (measured), less a margin
 MAX_DPI = 120  # a small figure grows to at most this many pixels per inch
 MIN_TEXT_PX = 14
@@ -219,15 +218,15 @@ def heads_mosaic(
         )
     cols = cols or min(h, 4)
     rows = math.ceil(h / cols)
+    # inches per token: the figure fits the notebook's view (DISPLAY_WIDTH x DISPLAY_HEIGHT at
+    # 84 dpi or more, where SMALL text is 14 px); labels too close together are thinned, never
+    # shrunk (every `step`-th token labelled)
+    height_left = 6.0 - 1.4 - 0.25 * rows
 
     def sized(gap: int) -> tuple[torch.Tensor, float]:
         canvas = _tile(w, cols, gap)
         return canvas, min(0.42, 7.6 / canvas.shape[1], height_left / canvas.shape[0])
 
-    # inches per token: the figure fits the notebook's view (DISPLAY_WIDTH x DISPLAY_HEIGHT at
-    # 84 dpi or more, where SMALL text is 14 px); labels too close together are thinned, never
-    # shrunk (every `step`-th token labelled)
-    height_left = 6.0 - 1.4 - 0.25 * rows
     canvas, cell = sized(1)
     gap = math.ceil(0.3 / cell)  # the gap between rows of tiles holds a tile's title
     canvas, cell = sized(gap)
