@@ -588,7 +588,8 @@ def check_phase_change(
     """The repeat's loss drops abruptly. Smoothed over `window` steps, it falls to 80 % of its
     start by step `slow` and to 30 % by step `fast`. Abrupt means: the second fall (50 % of the
     start) takes at most `at_most` of the training's steps and goes at least `faster` times as
-    fast per step as the first (20 %, counted from the end of the first window). Returns `slow`."""
+    fast per step as the first (20 %, counted from step `window`, where the first mean ends).
+    Returns `slow`."""
     from helpers.induction import phase_change
 
     slow, fast = phase_change(repeat, window)
@@ -605,15 +606,16 @@ def check_phase_change(
         f"✓ the repeat's loss (mean of {window} steps) fell to 80 % of its start by step {slow}"
         f" and to 30 % by step {fast}: the second fall took {fast - slow} steps "
         f"({100 * (fast - slow) / steps:.0f} % of the {steps}) and went {speedup:.1f}× as fast"
-        " per step as the first, an abrupt drop"
+        f" per step as the fall to 80 % (counted from step {window}, where the first mean ends):"
+        " an abrupt drop"
     )
     return slow
 
 
 def check_composition(base: float, without: dict[str, float], chance: float) -> None:
     """Ablations: silencing the previous-token head, or the induction heads, takes the repeat's
-    loss above 60 % of chance (the copying is gone); silencing any other layer-0 head keeps it
-    below 40 % of chance (it still copies). without: {"previous": loss, "induction": loss,
+    loss above 60 % of chance (the copying is mostly gone); silencing any other layer-0 head keeps
+    it below 40 % of chance (it still copies). without: {"previous": loss, "induction": loss,
     "other": the largest loss over the other layer-0 heads}."""
     broken = {k: v for k, v in without.items() if k != "other"}
     if min(broken.values()) < 0.6 * chance or without["other"] > 0.4 * chance:
@@ -625,6 +627,6 @@ def check_composition(base: float, without: dict[str, float], chance: float) -> 
     print(
         f"✓ repeat loss {base:.2f}; without the previous-token head {without['previous']:.2f}, "
         f"without the induction heads {without['induction']:.2f}: above 60 % of chance "
-        f"{chance:.2f}, the copying is gone; without any other layer-0 head at most "
+        f"{chance:.2f}, the copying is mostly gone; without any other layer-0 head at most "
         f"{without['other']:.2f}: below 40 % of chance, it still copies (less well)"
     )
