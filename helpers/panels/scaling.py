@@ -58,7 +58,7 @@ class ScalingExplorer(_Panel):
         variance = dot_product_variance(d_k)  # over 20,000 pairs
         stats = [softmax_saturation(d_k, scaled=s, T=T_k) for s in (True, False)]
         rows = [
-            ("over many rows", "÷ √d_k", "no scaling"),
+            ("over 2,000 rows", "÷ √d_k", "no scaling"),
             ("variance of the scores", f"{variance / d_k:.2f}", f"{variance:.1f}"),
             ("largest weight", *(f"{s.max_weight:.2f}" for s in stats)),
             ("entropy (nats)", *(f"{s.entropy:.2f}" for s in stats)),
@@ -79,5 +79,8 @@ class ScalingExplorer(_Panel):
         side = _table(rows, caption) + _lines(lines)
         peak = weights.amax(-1).mean(-1)  # the rows shown: their mean largest weight
         shown = f"d_k = {d_k}, the {len(self.query_labels)} rows shown"
-        note = f"{shown}: largest weight {peak[0]:.2f} scaled, {peak[1]:.2f} unscaled"
+        note = (
+            f"{shown}: largest weight {peak[0]:.2f} scaled, {peak[1]:.2f} unscaled"
+            " (the table's: over 2,000 rows)"
+        )
         return Frame(block, side, note)
