@@ -454,6 +454,9 @@ function buildView(model, el) {
     canvas: element("canvas", "av-canvas", mapsBox),
     side: element("div", "av-side", body),
     tooltip: element("div", "av-tooltip", mapsBox),
+    ring: element("div", "av-ring", mapsBox), // the keyboard's cell
+    live: element("div", "av-live", el), // what the keyboard's cell holds, for a screen reader
+    cursor: null, // the keyboard's place: { tile, q, k }, { q } on lines, { row, col } on a matrix
     buttons: {},
     store: newStore(),
     shown: null, // { key, frame, block, maps, geometry } of the last frame drawn with maps
@@ -470,6 +473,10 @@ function buildView(model, el) {
     v.buttons[mode] = b;
   }
   toolbar.style.display = model.get("toolbar") ? "" : "none";
+  v.canvas.tabIndex = 0;
+  v.canvas.setAttribute("role", "application");
+  v.canvas.setAttribute("aria-label", KEYS_HELP);
+  v.live.setAttribute("aria-live", "polite");
   v.hint = element("span", "av-hint", toolbar);
   v.hint.textContent = MAPS_HINT;
   loadTraits(v.store, model);
@@ -477,6 +484,9 @@ function buildView(model, el) {
 }
 
 const MAPS_HINT = "hover a cell for its weight · click a query (row or word) to follow it";
+const KEYS_HINT = "arrow keys: query, key · Page Up/Down: head · Enter: follow the query · Esc: leave";
+const KEYS_HELP = "Attention maps. Arrow keys: query up and down, key left and right, on into the next head; "
+  + "Page Up and Page Down: head; Enter or Space: follow the query; Escape: leave the maps.";
 
 // Messages: the line above the maps says what is shown, what is coming, or what went wrong.
 function setMessage(v, kind, text) {
@@ -500,8 +510,14 @@ function showState(v, key, frame, state, drawFrame) {
   } else if (notice) setMessage(v, "error", `✗ ${notice}`);
   else setMessage(v, "ok", frame.note || "");
   for (const [mode, b] of Object.entries(v.buttons)) b.classList.toggle("av-on", model.get("mode") === mode);
+  showHint(v);
+}
+
+function showHint(v) {
+  const { model } = v;
   const queryIsControl = model.get("key_by").includes("query");
-  v.hint.textContent = model.get("mode") === "lines"
+  if (document.activeElement === v.canvas) v.hint.textContent = KEYS_HINT;
+  else v.hint.textContent = model.get("mode") === "lines"
     ? `click a query word on the left to see only its lines${queryIsControl ? "" : "; again to see all"}`
     : MAPS_HINT;
 }
@@ -585,6 +601,8 @@ function drawFrameForControls(v) {
     if (drawFrame.side !== v.lastSide) v.side.innerHTML = v.lastSide = drawFrame.side;
     v.shown = { key: state === "ok" ? key : v.shown.key, frame: drawFrame, block, maps, geometry };
   }
+  if (document.activeElement === v.canvas) showCursor(v); // the keyboard's cell, on the new frame
+  guardPanelKeys(v);
   announce(v, key, state);
 }
 
@@ -638,13 +656,13 @@ function hitOf(v, event) {
   return { rect, hit: cellAt(v, event.clientX - rect.left, event.clientY - rect.top) };
 }
 
-function placeTooltip(v, event, rect) {
+// x, y: the point on the canvas the tooltip names (the mouse, or the keyboard's cell)
+function placeTooltip(v, x, y) {
   const tooltip = v.tooltip;
   tooltip.style.display = "block";
-  const x = event.clientX - rect.left + 14, y = event.clientY - rect.top + 14;
-  tooltip.style.left = `${Math.max(0, Math.min(x, v.mapsBox.clientWidth - tooltip.offsetWidth - 4))}px`;
-  tooltip.style.top = `${y}px`;
-  v.canvas.style.cursor = "pointer";
+  const left = x + 14;
+  tooltip.style.left = `${Math.max(0, Math.min(left, v.mapsBox.clientWidth - tooltip.offsetWidth - 4))}px`;
+  tooltip.style.top = `${y + 14}px`;
 }
 
 function matrixTooltip(v, hit) {
@@ -678,12 +696,16 @@ function showTooltip(v, event) {
   }
   if (hit.matrix) matrixTooltip(v, hit);
   else weightTooltip(v, hit);
-  placeTooltip(v, event, rect);
+  placeTooltip(v, event.clientX - rect.left, event.clientY - rect.top);
+  v.canvas.style.cursor = "pointer";
 }
 
 function selectQuery(v, event) {
+  followQuery(v, hitOf(v, event).hit);
+}
+
+function followQuery(v, hit) {
   const { model } = v;
-  const { hit } = hitOf(v, event);
   if (!hit || hit.matrix) return;
   const keep = model.get("key_by").includes("query"); // the query is a control: never unset
   model.set("query", hit.q === model.get("query") && !keep ? -1 : hit.q);
@@ -692,12 +714,134 @@ function selectQuery(v, event) {
   model.save_changes();
 }
 
-// Events: the mouse, the model's traits and messages, size and zoom. Returns the clean-up.
+// The keyboard: Tab reaches the maps; the arrow keys move a cell outlined in black and white (up
+// and down: the query; left and right: the key, and on into the next head at a tile's edge), Page
+// Up and Page Down change head, Enter or Space follows the query as a click does, Escape leaves.
+// The cell's text is the hover's, shown beside it and said by a screen reader (aria-live).
+const clamp = (x, lo, hi) => Math.max(lo, Math.min(hi, x));
+
+function placeCursor(v) {
+  const { geometry: g, maps } = v.shown;
+  const c = v.cursor || {};
+  if (g.matrix) {
+    const m = g.matrix;
+    return (v.cursor = { row: clamp(c.row ?? 0, 0, m.n_in - 1), col: clamp(c.col ?? 0, 0, m.n_out - 1) });
+  }
+  const followed = v.model.get("query");
+  const q = clamp(c.q ?? (followed >= 0 ? followed : 0), 0, maps.tq - 1);
+  if (g.lines) return (v.cursor = { q });
+  const focus = v.model.get("focus_by") ? v.model.get(v.model.get("focus_by")) : -1;
+  // with one head enlarged (12), the keyboard reads the enlarged tile, and Page Up/Down change it
+  const start = g.labelled ? g.tiles.indexOf(g.labelled) : Math.max(0, g.tiles.findIndex((t) => t.head === focus));
+  if (g.labelled) return (v.cursor = { tile: start, q, k: clamp(c.k ?? 0, 0, maps.tk - 1) });
+  return (v.cursor = { tile: clamp(c.tile ?? start, 0, g.tiles.length - 1), q, k: clamp(c.k ?? 0, 0, maps.tk - 1) });
+}
+
+// the cursor as a hit (what hover and click take), and the box it outlines, in canvas pixels
+function cursorHit(v) {
+  const { geometry: g } = v.shown;
+  const c = placeCursor(v);
+  if (g.matrix) {
+    const m = g.matrix;
+    return { hit: { matrix: true, row: c.row, col: c.col }, box: [m.x0 + c.col * m.cell, m.y0 + c.row * m.cell, m.cell, m.cell] };
+  }
+  if (g.lines) {
+    const L = g.lines;
+    return { hit: { head: null, q: c.q, k: null }, box: [0, L.yq(c.q) - L.pitchQ / 2, L.left, L.pitchQ] };
+  }
+  const t = g.tiles[c.tile];
+  return { hit: { head: t.head, q: c.q, k: c.k }, box: [t.x + c.k * t.cell, t.y + c.q * t.cell, t.cell, t.cell] };
+}
+
+function showCursor(v) {
+  if (!v.shown || v.el.dataset.state !== "ok") return hideCursor(v);
+  const { hit, box } = cursorHit(v);
+  const [x, y, w, h] = box;
+  Object.assign(v.ring.style, { display: "block", left: `${x - 3}px`, top: `${y - 3}px`, width: `${w + 6}px`, height: `${h + 6}px` });
+  if (hit.matrix) matrixTooltip(v, hit);
+  else if (hit.head !== null) weightTooltip(v, hit);
+  else {
+    v.tooltip.textContent = `query '${v.shown.block.rows[hit.q]}' · Enter shows only its lines`;
+    v.tooltip.dataset.query = hit.q;
+  }
+  placeTooltip(v, x + w, y + h / 2);
+  v.live.textContent = v.tooltip.textContent;
+}
+
+function hideCursor(v) {
+  v.ring.style.display = "none";
+  v.tooltip.style.display = "none";
+}
+
+function moveCursor(v, key) {
+  const { geometry: g, maps } = v.shown;
+  const c = v.cursor;
+  const step = { ArrowUp: -1, ArrowDown: 1, ArrowLeft: -1, ArrowRight: 1, PageUp: -1, PageDown: 1 }[key] || 0;
+  if (g.matrix) {
+    const m = g.matrix;
+    if (key === "ArrowUp" || key === "ArrowDown") c.row = clamp(c.row + step, 0, m.n_in - 1);
+    else if (key === "ArrowLeft" || key === "ArrowRight") c.col = clamp(c.col + step, 0, m.n_out - 1);
+    else if (key === "PageUp" || key === "PageDown") c.col = clamp(c.col + step * m.dk, 0, m.n_out - 1);
+    else c.col = key === "Home" ? 0 : m.n_out - 1;
+    return;
+  }
+  if (key === "ArrowUp" || key === "ArrowDown") c.q = clamp(c.q + step, 0, maps.tq - 1);
+  if (g.lines) return;
+  const focusBy = v.model.get("focus_by");
+  if (g.labelled && (key === "PageUp" || key === "PageDown")) {
+    v.model.set(focusBy, clamp(v.model.get(focusBy) + step, 0, maps.h - 1)); // enlarge another head
+    v.model.save_changes();
+    return;
+  }
+  const last = g.labelled ? c.tile : g.tiles.length - 1, first = g.labelled ? c.tile : 0;
+  if (key === "ArrowLeft" && c.k === 0 && c.tile > first) [c.tile, c.k] = [c.tile - 1, maps.tk - 1];
+  else if (key === "ArrowRight" && c.k === maps.tk - 1 && c.tile < last) [c.tile, c.k] = [c.tile + 1, 0];
+  else if (key === "ArrowLeft" || key === "ArrowRight") c.k = clamp(c.k + step, 0, maps.tk - 1);
+  else if (key === "PageUp" || key === "PageDown") c.tile = clamp(c.tile + step, first, last);
+  else if (key === "Home" || key === "End") c.k = key === "Home" ? 0 : maps.tk - 1;
+}
+
+const MOVES = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "PageUp", "PageDown", "Home", "End"];
+
+function onKey(v, event) {
+  if (![...MOVES, "Enter", " ", "Escape"].includes(event.key)) return;
+  event.preventDefault(); // no page scroll
+  event.stopPropagation(); // nor JupyterLab's: its arrow keys would move to another cell
+  if (event.key === "Escape") return leave(v);
+  if (!v.shown || v.el.dataset.state !== "ok") return;
+  placeCursor(v);
+  if (event.key === "Enter" || event.key === " ") followQuery(v, cursorHit(v).hit);
+  else moveCursor(v, event.key);
+  showCursor(v);
+}
+
+function leave(v) {
+  hideCursor(v);
+  v.canvas.blur();
+  const notebook = v.el.closest(".jp-Notebook"); // back to the notebook's command mode
+  if (notebook) notebook.focus();
+}
+
+// Arrow keys on the panel's own controls (01's query buttons, a slider's handle) must not reach
+// JupyterLab either: they would move the notebook to another cell.
+function guardPanelKeys(v) {
+  const panel = v.el.closest(".course-panel");
+  if (!panel || panel.dataset.keysGuarded) return;
+  panel.dataset.keysGuarded = "1";
+  panel.addEventListener("keydown", (event) => {
+    if (MOVES.includes(event.key)) event.stopPropagation();
+  });
+}
+
+// Events: the mouse, the keyboard, the model's traits and messages, size and zoom. Returns the clean-up.
 function listen(v) {
   const { model, canvas } = v;
   canvas.addEventListener("mousemove", (event) => showTooltip(v, event));
   canvas.addEventListener("mouseleave", () => (v.tooltip.style.display = "none"));
   canvas.addEventListener("click", (event) => selectQuery(v, event));
+  canvas.addEventListener("keydown", (event) => onKey(v, event));
+  canvas.addEventListener("focus", () => (showCursor(v), showHint(v)));
+  canvas.addEventListener("blur", () => (hideCursor(v), showHint(v)));
   const traits = ["mode", "query", "notice", "height", "palette", "colormap"];
   const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
   const redraw = () => draw(v);

@@ -12,6 +12,10 @@ around the new setting. The JavaScript sits beside this file (`attention_view.js
 
 In the browser: hover a cell for its weight (3 decimals), click a query (a row or its word) to
 follow it through every head, and switch between maps and lines (query → key, as in bertviz).
+From the keyboard: Tab reaches the maps; the arrow keys move an outlined cell (query, key, and on
+into the next head), Page Up/Down change head, Enter or Space follows the query, Escape leaves; the
+cell's text is shown as on hover and given to a screen reader (aria-live). Arrow keys pressed
+anywhere in a panel stay in it (JupyterLab would move to another cell).
 """
 
 from __future__ import annotations

@@ -165,7 +165,10 @@ def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
 def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
     panel = Panel()
     text = panel._repr_mimebundle_()["text/plain"]
-    assert text == (f"▶ Run ▸ Run All Cells in the notebook view starts {what}")
+    assert text == (
+        f"▶ {what}: in the notebook view, once this cell has run there (Run ▸ Run All Cells);"
+        " a slideshow shows only this line"
+    )
 
 
 def test_block_matrix_explorer_cuts_one_matrix_and_checks_live():

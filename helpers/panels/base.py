@@ -100,6 +100,13 @@ def _every_h_near_this_d_model(panel, setting: dict[str, int], radius: int):
 _SELECTIONS = (widgets.ToggleButtons, widgets.SelectionSlider)  # labels shown, index synced
 
 
+# where a panel is drawn, after its name, in the line shown where it is not (yet) drawn
+WHERE = (
+    ": in the notebook view, once this cell has run there (Run ▸ Run All Cells);"
+    " a slideshow shows only this line"
+)
+
+
 class _Panel(widgets.VBox):
     """Controls on top, an AttentionView below; `_frame(**setting)` computes one setting and
     `_reachable(setting, radius)` lists the settings to have ready (the current one first)."""
@@ -132,8 +139,9 @@ class _Panel(widgets.VBox):
         self._moved()
 
     def __repr__(self) -> str:
-        # what JupyterLab shows before the kernel runs, and what strict nbval compares
-        return f"▶ Run ▸ Run All Cells in the notebook view starts {self.WHAT}"
+        # what JupyterLab shows before the kernel runs, and a slideshow (where no panel loads)
+        # even after; strict nbval compares it. True in both: where the panel is, and when.
+        return f"▶ {self.WHAT}{WHERE}"
 
     @property
     def setting(self) -> dict[str, int]:

@@ -10,7 +10,7 @@ from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows
 from helpers.examples import SENTENCE
 from helpers.induction import AttentionOnly, induction_scores, previous_token_scores, repeat_words
-from helpers.panels.base import _lines, _Panel, _shape_row, _table, _titles, plural
+from helpers.panels.base import WHERE, _lines, _Panel, _shape_row, _table, _titles, plural
 
 SEQUENCES = ("random tokens, repeated", "a sentence, repeated")
 
@@ -109,7 +109,7 @@ class TrainingView(widgets.VBox):
         self.add_class("course-training")  # a picture, not a panel: browser tests skip it
 
     def __repr__(self) -> str:
-        return "▶ Run ▸ Run All Cells in the notebook view starts the training and its loss curve"
+        return f"▶ the training's progress and loss curve{WHERE}"
 
     def update(self, step: int, run) -> None:
         import time

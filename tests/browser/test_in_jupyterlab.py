@@ -1,5 +1,6 @@
 """Every notebook in real JupyterLab in Chromium: Run All gives no error; in every panel drawn in
-the browser a hovered cell shows the kernel's number, a clicked query is
+the browser a hovered cell shows the kernel's number (and so does the keyboard's cell, by keys
+alone, in 01, 02, 12 and 13), a clicked query is
 followed through every head, impossible settings grey the maps and valid ones restore them, and
 the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
 
@@ -134,6 +135,63 @@ def test_hover_shows_the_weight_the_kernel_computed(lab, page, notebook):
         )  # fmt: skip
     box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_hover.png")
     page.mouse.move(0, 0)
+
+
+KEYBOARD = ["01_self_attention.ipynb", "02_why_scale.ipynb", "12_real_model_heads.ipynb",
+            "13_cross_attention.ipynb"]  # fmt: skip
+
+
+def active_cell(page) -> int:
+    return page.evaluate(
+        "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]"
+        ".findIndex(c => c.classList.contains('jp-mod-active'))"
+    )
+
+
+@pytest.mark.parametrize("notebook", KEYBOARD)
+def test_the_keyboard_alone_reads_weights_and_follows_a_query(lab, page, notebook):
+    """Tab from the panel's last button reaches the maps; arrow keys and Page Down move a cell
+    whose text (shown, and in the aria-live line) is the kernel's weight; Enter follows its query;
+    Escape leaves; no key moves the notebook to another cell."""
+    box = run(lab, page, notebook)
+    maps = expected_panel(notebook).maps  # (h, T, T)
+    h, T, _ = maps.shape
+    this_panel(page, notebook).locator("button").first.focus()  # 01: its first query button
+    cell = active_cell(page)  # the panel's cell
+    page.keyboard.press("ArrowDown")
+    assert active_cell(page) == cell  # the panel keeps its arrow keys from JupyterLab
+    box.locator("button.av-mode").last.focus()  # the last control before the maps
+    page.keyboard.press("Tab")
+    assert box.evaluate("el => document.activeElement === el.querySelector('.av-canvas')")
+    tooltip, ring, live = (box.locator(s) for s in (".av-tooltip", ".av-ring", ".av-live"))
+    assert tooltip.is_visible() and ring.is_visible()
+
+    def place():
+        return [int(tooltip.get_attribute(f"data-{d}")) for d in ("head", "query", "key")]
+
+    head, q, k = place()
+    moves = [("ArrowDown", 0, 1, 0), ("ArrowRight", 0, 0, 1), ("ArrowUp", 0, -1, 0)]
+    if h > 1:
+        moves.append(("PageDown", 1, 0, 0))
+    for key, dh, dq, dk in moves:
+        page.keyboard.press(key)
+        head, q, k = min(head + dh, h - 1), min(max(q + dq, 0), T - 1), min(k + dk, T - 1)
+        assert place() == [head, q, k], key
+        text = tooltip.inner_text()
+        assert text.endswith(f" · {float(maps[head, q, k]):.3f}"), (key, text)
+        assert live.inner_text() == text  # what a screen reader says
+    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_keyboard.png")
+    if box.get_attribute("data-query") == str(q):  # followed already: Enter would let it go
+        page.keyboard.press("ArrowDown" if q < T - 1 else "ArrowUp")
+        q = place()[1]
+    drawn = box.get_attribute("data-drawn")
+    page.keyboard.press("Enter")  # as a click on the row: follow it
+    wait_for_change(lambda: box.get_attribute("data-drawn"), drawn)
+    assert box.get_attribute("data-query") == str(q)
+    page.keyboard.press("Escape")
+    assert not box.evaluate("el => document.activeElement === el.querySelector('.av-canvas')")
+    assert not ring.is_visible() and not tooltip.is_visible()
+    assert active_cell(page) == cell  # no key moved the notebook
 
 
 def blend(colour: str, white: float = 0.0) -> list[int]:

@@ -96,6 +96,6 @@ def test_code_runs_live_on_the_slides_and_advances(slideshow):
 
 def test_a_panel_says_where_it_runs(slideshow):
     page, _, _ = slideshow
-    slide = run_until(page, "Run All Cells in the notebook view starts")
+    slide = run_until(page, "a slideshow shows only this line")
     assert "Sliders: h and d_model" in slide and "Traceback" not in slide
     page.screenshot(path=SCREENSHOTS / "slides_03_panel.png")
