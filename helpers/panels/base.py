@@ -101,10 +101,7 @@ _SELECTIONS = (widgets.ToggleButtons, widgets.SelectionSlider)  # labels shown, 
 
 
 # where a panel is drawn, after its name, in the line shown where it is not (yet) drawn
-WHERE = (
-    ": in the notebook view, once this cell has run there (Run ▸ Run All Cells);"
-    " a slideshow shows only this line"
-)
+WHERE = ": in the notebook view once this cell runs; a slideshow shows only this line"
 
 
 class _Panel(widgets.VBox):

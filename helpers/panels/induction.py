@@ -109,7 +109,7 @@ class TrainingView(widgets.VBox):
         self.add_class("course-training")  # a picture, not a panel: browser tests skip it
 
     def __repr__(self) -> str:
-        return f"▶ the training's progress and loss curve{WHERE}"
+        return f"▶ the training curve{WHERE}"
 
     def update(self, step: int, run) -> None:
         import time
