@@ -141,12 +141,37 @@ function headColour(block, palette, i) {
   return (block.colours && block.colours[i]) || palette[i % palette.length];
 }
 
-function drawTile(ctx, maps, head, tile, colormap) {
+// Contrast (WCAG 2.2): relative luminance of an sRGB colour, and the ratio of two colours.
+function luminance(rgb) {
+  const linear = rgb.map((x) => (x / 255 <= 0.04045 ? x / 255 / 12.92 : ((x / 255 + 0.055) / 1.055) ** 2.4));
+  return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2];
+}
+
+function contrast(a, b) {
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+// black or white, whichever stands out more: at least 4.58:1 on any colour
+function textOn(rgb) {
+  return contrast(rgb, [0, 0, 0]) >= contrast(rgb, [255, 255, 255]) ? [0, 0, 0] : [255, 255, 255];
+}
+
+const DIM = 0.55; // a row not followed is mixed with this much white
+
+// the colour of a weight's cell: the colormap's, faded when another query is followed
+function cellColour(colormap, w, dimmed) {
+  const c = colormap[Math.max(0, Math.min(255, Math.round(w * 255)))] || [255, 255, 255];
+  return dimmed ? c.map((x) => Math.round(x * (1 - DIM) + 255 * DIM)) : c;
+}
+
+function drawTile(ctx, maps, head, tile, colormap, selected = -1) {
   const image = new ImageData(maps.tk, maps.tq);
+  const dimmed = (q) => selected >= 0 && selected < maps.tq && q !== selected;
   for (let q = 0; q < maps.tq; q++) {
     for (let k = 0; k < maps.tk; k++) {
       const w = maps.at(head, q, k);
-      const c = colormap[Math.max(0, Math.min(255, Math.round(w * 255)))] || [255, 255, 255];
+      const c = cellColour(colormap, w, dimmed(q));
       const p = 4 * (q * maps.tk + k);
       image.data[p] = c[0];
       image.data[p + 1] = c[1];
@@ -165,7 +190,8 @@ function drawTile(ctx, maps, head, tile, colormap) {
     for (let q = 0; q < maps.tq; q++) {
       for (let k = 0; k < maps.tk; k++) {
         const w = maps.at(head, q, k);
-        ctx.fillStyle = w > 0.6 ? "#000" : "#fff";
+        if (!Number.isFinite(w)) continue;
+        ctx.fillStyle = `rgb(${textOn(cellColour(colormap, w, dimmed(q))).join(",")})`;
         const cx = tile.x + (k + 0.5) * tile.cell, cy = tile.y + (q + 0.5) * tile.cell;
         ctx.fillText(w.toFixed(2), cx, cy);
       }
@@ -250,7 +276,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   const titles = block.titles;
   const form = titleForm(ctx, titles, grid.tileW);
   for (const tile of grid.tiles) {
-    drawTile(ctx, maps, tile.head, tile, colormap);
+    drawTile(ctx, maps, tile.head, tile, colormap, selected);
     drawTitle(ctx, titles[tile.head], tile, grid.tileW, headColour(block, palette, tile.head), form);
     if (tile.head === focus) {
       ctx.strokeStyle = "#000";
@@ -265,7 +291,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   }
   if (grid.big) {
     const big = { head: focus, ...grid.big };
-    drawTile(ctx, maps, focus, big, colormap);
+    drawTile(ctx, maps, focus, big, colormap, selected);
     const title = `${titles[focus]} (enlarged)`;
     drawTitle(ctx, title, big, big.cell * maps.tk, headColour(block, palette, focus));
     drawQueryLabels(ctx, block.rows, big, grid.labelW, selected);
@@ -275,10 +301,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   }
   if (selected >= 0 && selected < maps.tq) {
     for (const tile of grid.tiles) {
-      const w = tile.cell * maps.tk;
-      ctx.fillStyle = "rgba(255,255,255,0.55)"; // dim every other row
-      ctx.fillRect(tile.x, tile.y, w, selected * tile.cell);
-      ctx.fillRect(tile.x, tile.y + (selected + 1) * tile.cell, w, (maps.tq - selected - 1) * tile.cell);
+      const w = tile.cell * maps.tk; // the other rows are faded (drawTile): outline the followed one
       ctx.strokeStyle = "#000";
       ctx.lineWidth = 2;
       ctx.strokeRect(tile.x - 1, tile.y + selected * tile.cell - 1, w + 2, tile.cell + 2);
@@ -456,6 +479,7 @@ function buildView(model, el) {
     tooltip: element("div", "av-tooltip", mapsBox),
     ring: element("div", "av-ring", mapsBox), // the keyboard's cell
     live: element("div", "av-live", el), // what the keyboard's cell holds, for a screen reader
+    keyboard: false, // the keyboard's cell is on show
     cursor: null, // the keyboard's place: { tile, q, k }, { q } on lines, { row, col } on a matrix
     buttons: {},
     store: newStore(),
@@ -516,7 +540,7 @@ function showState(v, key, frame, state, drawFrame) {
 function showHint(v) {
   const { model } = v;
   const queryIsControl = model.get("key_by").includes("query");
-  if (document.activeElement === v.canvas) v.hint.textContent = KEYS_HINT;
+  if (v.keyboard) v.hint.textContent = KEYS_HINT;
   else v.hint.textContent = model.get("mode") === "lines"
     ? `click a query word on the left to see only its lines${queryIsControl ? "" : "; again to see all"}`
     : MAPS_HINT;
@@ -601,7 +625,7 @@ function drawFrameForControls(v) {
     if (drawFrame.side !== v.lastSide) v.side.innerHTML = v.lastSide = drawFrame.side;
     v.shown = { key: state === "ok" ? key : v.shown.key, frame: drawFrame, block, maps, geometry };
   }
-  if (document.activeElement === v.canvas) showCursor(v); // the keyboard's cell, on the new frame
+  if (v.keyboard) showCursor(v); // the keyboard's cell, on the new frame
   guardPanelKeys(v);
   announce(v, key, state);
 }
@@ -809,6 +833,10 @@ function onKey(v, event) {
   event.stopPropagation(); // nor JupyterLab's: its arrow keys would move to another cell
   if (event.key === "Escape") return leave(v);
   if (!v.shown || v.el.dataset.state !== "ok") return;
+  if (!v.keyboard) {
+    v.keyboard = true; // after a click, the first key shows the cell
+    showHint(v);
+  }
   placeCursor(v);
   if (event.key === "Enter" || event.key === " ") followQuery(v, cursorHit(v).hit);
   else moveCursor(v, event.key);
@@ -816,6 +844,7 @@ function onKey(v, event) {
 }
 
 function leave(v) {
+  v.keyboard = false;
   hideCursor(v);
   v.canvas.blur();
   const notebook = v.el.closest(".jp-Notebook"); // back to the notebook's command mode
@@ -840,8 +869,16 @@ function listen(v) {
   canvas.addEventListener("mouseleave", () => (v.tooltip.style.display = "none"));
   canvas.addEventListener("click", (event) => selectQuery(v, event));
   canvas.addEventListener("keydown", (event) => onKey(v, event));
-  canvas.addEventListener("focus", () => (showCursor(v), showHint(v)));
-  canvas.addEventListener("blur", () => (hideCursor(v), showHint(v)));
+  // the keyboard's cell shows when the keyboard brought the focus (or is used), not on a click
+  const byKeyboard = (on) => {
+    v.keyboard = on;
+    if (on) showCursor(v);
+    else hideCursor(v);
+    showHint(v);
+  };
+  canvas.addEventListener("focus", () => byKeyboard(canvas.matches(":focus-visible")));
+  canvas.addEventListener("blur", () => byKeyboard(false));
+  canvas.addEventListener("mousedown", () => byKeyboard(false));
   const traits = ["mode", "query", "notice", "height", "palette", "colormap"];
   const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
   const redraw = () => draw(v);
@@ -920,6 +957,17 @@ function testHooks(v) {
       const dpr = canvas.width / canvas.clientWidth;
       const x = (t.x + (k + 0.2) * t.cell) * dpr, y = (t.y + (q + 0.2) * t.cell) * dpr;
       return [...canvas.getContext("2d").getImageData(Math.round(x), Math.round(y), 1, 1).data];
+    },
+    // a cell's weight as printed inside it: [text colour, cell colour] (null if not printed)
+    numberColours(head, q, k) {
+      const g = v.shown && v.shown.geometry;
+      const t = g && g.tiles && g.tiles.find((tile) => tile.head === head);
+      if (!t || t.cell < MIN_NUMBER_CELL) return null;
+      const { maps, model } = { maps: v.shown.maps, model: v.model };
+      const selected = model.get("query");
+      const dimmed = selected >= 0 && selected < maps.tq && q !== selected;
+      const cell = cellColour(colormapOf(model), maps.at(head, q, k), dimmed);
+      return [textOn(cell), cell];
     },
     linesDrawn() {
       return v.shown && v.shown.geometry.lines ? v.shown.geometry.lines.count : 0;

@@ -224,6 +224,77 @@ def test_clicking_a_query_follows_its_row_in_every_head(lab, page, notebook):
     box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_query.png")
 
 
+def contrast(a, b) -> float:
+    """WCAG 2.2 contrast ratio of two sRGB colours [r, g, b] (1 to 21)."""
+
+    def luminance(rgb):
+        lin = [
+            c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4
+            for c in rgb
+        ]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    hi, lo = sorted((luminance(a[:3]), luminance(b[:3])), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+# every element of the panel with text of its own: its colour and the first opaque colour behind it
+TEXT_COLOURS = """(root) => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const opaque = (c) => c.length === 3 || (c.length === 4 && c[3] > 0.99);
+  const found = [];
+  for (const e of root.querySelectorAll('*')) {
+    const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !e.getClientRects().length || getComputedStyle(e).visibility === 'hidden') continue;
+    let b = e, bg = [255, 255, 255];
+    for (; b; b = b.parentElement) {
+      const c = rgb(getComputedStyle(b).backgroundColor);
+      if (opaque(c)) { bg = c.slice(0, 3); break; }
+    }
+    found.push({ text: e.textContent.trim().slice(0, 40), fg: rgb(getComputedStyle(e).color), bg });
+  }
+  return found;
+}"""
+
+# every weight printed in a cell: its text colour, the cell colour the view means to draw, and
+# the colour the canvas holds there
+NUMBER_COLOURS = """(el, [h, T]) => {
+  const found = [];
+  for (let head = 0; head < h; head++)
+    for (let q = 0; q < T; q++)
+      for (let k = 0; k < T; k++) {
+        const colours = el.attentionView.numberColours(head, q, k);
+        if (colours) found.push([head, q, k, ...colours, el.attentionView.pixelOf(head, q, k)]);
+      }
+  return found;
+}"""
+
+
+@pytest.mark.parametrize("notebook", ["01_self_attention.ipynb", "15_shared_kv.ipynb"])
+def test_text_numbers_and_the_selected_button_stand_out(lab, page, notebook):
+    """Text at >= 4.5:1 against what it sits on (the weights in the cells too, with a query
+    followed and the other rows faded), and the selected button >= 3:1 against the others."""
+    assert contrast([189] * 3, [238] * 3) < 3  # ipywidgets' grey selection: the measure fails it
+    assert contrast([255] * 3, [167, 175, 202]) < 4.5  # and white on a faded 0.24, as 01 had it
+    box = run(lab, page, notebook)
+    panel = this_panel(page, notebook)
+    texts = panel.evaluate(TEXT_COLOURS)
+    assert len(texts) > 10  # labels, buttons, messages and the table were found
+    low = [(t["text"], round(contrast(t["fg"], t["bg"]), 2)) for t in texts]
+    assert [t for t in low if t[1] < 4.5] == []
+    background = "e => getComputedStyle(e).backgroundColor.match(/[\\d.]+/g).map(Number)"
+    on = panel.locator(".widget-toggle-button.mod-active").first.evaluate(background)
+    off = panel.locator(".widget-toggle-button:not(.mod-active)").first.evaluate(background)
+    assert contrast(on, off) >= 3
+    h, T, _ = expected_panel(notebook).maps.shape
+    numbers = box.evaluate(NUMBER_COLOURS, [h, T])
+    if notebook.startswith("01"):  # its cells are large enough to print their weight
+        assert len(numbers) == h * T * T and int(box.get_attribute("data-query")) >= 0
+    for head, q, k, text, cell, drawn in numbers:
+        assert near(drawn, cell), (head, q, k)  # the colour meant is the colour on the canvas
+        assert contrast(text, cell) >= 4.5, (head, q, k)
+
+
 def test_lines_mode_draws_queries_to_keys(lab, page):
     box = run(lab, page, "03_per_head_projections.ipynb")
     box.locator("button.av-mode:text-is('lines (query → key)')").click()
