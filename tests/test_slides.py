@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests.slides import RISE, slide_types
+from tests.slides import RISE, SCREEN, estimated_height, slide_types
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -37,3 +37,15 @@ def test_the_slides_fetch_nothing_from_the_web():
     assert RISE["theme"] == "white"
     css = (ROOT / "notebooks" / "rise.css").read_text()
     assert "@import" not in css and "http" not in css
+
+
+def test_a_code_cell_that_would_run_off_the_screen_gets_a_slide_of_its_own():
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    prose = md("## A long section\n\n" + " ".join(["word"] * 100))  # 5 lines of 100 chars
+    short, tall = code("x = 1"), code("\n".join(f"x{i} = {i}" for i in range(20)))
+    assert estimated_height(short) == 23 + 22  # one 17-px line of code and its padding
+    assert estimated_height(prose) + estimated_height(short) <= SCREEN
+    assert estimated_height(prose) + estimated_height(tall) > SCREEN
+    assert slide_types([prose, short]) == ["slide", "-"]  # fits: seen together
+    assert slide_types([prose, tall]) == ["slide", "subslide"]  # would not: the next slide
+    assert slide_types([md("## Short"), tall, tall]) == ["slide", "-", "subslide"]
