@@ -11,7 +11,7 @@ slide half-made. The rules follow the course's "one idea per section" shape:
 - but a code cell that would push its slide below a 1280x720 screen starts a **subslide** of its
   own instead: the prose first, then (Space) the code and its result. Heights are estimated from
   the cells (prose lines at 22 px, code and output lines at 17 px, pictures at their shown size,
-  each calibrated against the slideshow in Chromium: within 60 px for 260 of the 265 cells);
+  calibrated against the slideshow in Chromium: within 60 px for all 279 cells, 2026-11-25);
   tests/browser/test_slides_fit.py measures the real slides.
 The notebook's `rise` metadata turns on a scroll bar for a slide still taller than the screen.
 """
