@@ -319,9 +319,32 @@ function drawMaps(ctx, area, frame, block, maps, view) {
 }
 
 // The lines mode (as in bertviz's head view): queries on the left, keys on the right, one line per
-// (query, key) per head, as opaque as its weight, in the head's colour.
+// (query, key) per head in the head's colour. Heads between the same two words bend apart (each
+// head its own arc), a line's opacity grows with its weight from a visible floor, and the legend
+// has one entry per colour drawn (heads that share a colour share an entry); a click on an entry
+// shows that head alone, a second click all of them.
+const LINE_FLOOR = 0.15; // opacity of the faintest line drawn (weight 0.01), 1 at weight 1
+
+function legendEntries(block, palette, heads) {
+  const entries = [];
+  for (const i of heads) {
+    const colour = headColour(block, palette, i);
+    const same = entries.find((e) => e.colour === colour);
+    if (same) same.heads.push(i);
+    else entries.push({ colour, heads: [i] });
+  }
+  return entries;
+}
+
+function entryLabel(block, heads, short) {
+  if (heads.length === 1) return short ? String(heads[0]) : block.titles[heads[0]];
+  const contiguous = heads.every((i, n) => i === heads[0] + n); // a palette that wraps: not
+  const range = contiguous ? `${heads[0]}–${heads[heads.length - 1]}` : heads.join(", ");
+  return short ? range : `heads ${range}`;
+}
+
 function drawLines(ctx, area, frame, block, maps, view) {
-  const { palette, selected, focus } = view;
+  const { palette, selected, focus, only } = view;
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   const legend = 26;
   ctx.font = `bold ${FONT}px ${FONT_FAMILY}`; // the followed query's label is bold: room for it
@@ -334,21 +357,26 @@ function drawLines(ctx, area, frame, block, maps, view) {
   const left = labelW + 4, right = left + span;
   const yq = (q) => top + (q + 0.5) * pitchQ;
   const yk = (k) => top + (k + 0.5) * pitchK;
-  const heads = focus >= 0 && focus < maps.h ? [focus] : [...Array(maps.h).keys()];
+  const all = focus >= 0 && focus < maps.h ? [focus] : [...Array(maps.h).keys()];
+  const chosen = only ? all.filter((i) => only.includes(i)) : [];
+  const heads = chosen.length ? chosen : all; // heads shown alone that a new setting lacks: all
+  const bend = Math.min(14, 60 / Math.max(heads.length, 1)); // px between two heads' arcs, mid-way
   ctx.lineWidth = 2.5;
   let count = 0;
-  for (const i of heads) {
+  for (const [n, i] of heads.entries()) {
     ctx.strokeStyle = headColour(block, palette, i);
+    const offset = (n - (heads.length - 1) / 2) * bend;
     for (let q = 0; q < maps.tq; q++) {
       if (selected >= 0 && q !== selected) continue;
       for (let k = 0; k < maps.tk; k++) {
         const w = maps.at(i, q, k);
         if (!(w > 0.01)) continue;
-        ctx.globalAlpha = Math.min(1, w * (selected >= 0 ? 1 : 0.9));
+        ctx.globalAlpha = LINE_FLOOR + (1 - LINE_FLOOR) * Math.min(1, w);
         count += 1;
         ctx.beginPath();
         ctx.moveTo(left, yq(q));
-        ctx.lineTo(right, yk(k));
+        // the control point 2 × offset off the straight line: the arc passes `offset` off it
+        ctx.quadraticCurveTo((left + right) / 2, (yq(q) + yk(k)) / 2 + 2 * offset, right, yk(k));
         ctx.stroke();
       }
     }
@@ -360,7 +388,7 @@ function drawLines(ctx, area, frame, block, maps, view) {
   block.rows.forEach((word, q) => {
     if (q % stepQ !== 0 && q !== selected) return;
     ctx.font = `${q === selected ? "bold " : ""}${FONT}px ${FONT_FAMILY}`;
-    ctx.fillStyle = selected < 0 || q === selected ? "#000" : "#888";
+    ctx.fillStyle = selected < 0 || q === selected ? "#000" : "#595959";
     ctx.textAlign = "right";
     ctx.fillText(fitLabel(ctx, word, labelW - 8), left - 6, yq(q));
   });
@@ -370,37 +398,49 @@ function drawLines(ctx, area, frame, block, maps, view) {
   block.cols.forEach((word, k) => {
     if (k % stepK === 0) ctx.fillText(fitLabel(ctx, word, labelW - 8), right + 6, yk(k));
   });
-  // legend: one swatch per head drawn, with its title; when the titles do not all fit, with its
-  // number only; and whatever still does not fit is counted, never dropped silently
+  // legend: one entry per colour of the heads that can be drawn (a shown-alone head's outlined),
+  // with titles, or numbers when the titles do not all fit; what still does not fit is counted
   let x = left;
   ctx.textBaseline = "middle";
   ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
-  const full = heads.reduce((sum, i) => sum + ctx.measureText(block.titles[i]).width + 30, left);
-  const fits = full <= area.width;
-  const labelOf = fits ? (i) => block.titles[i] : (i) => String(i);
-  const reserve = fits ? 0 : ctx.measureText(`+${heads.length} more`).width + 6; // room for "+N more"
-  if (!fits) {
+  const entries = legendEntries(block, palette, all);
+  const full = entries.reduce((sum, e) => sum + ctx.measureText(entryLabel(block, e.heads, false)).width + 30, left);
+  const short = full > area.width;
+  const reserve = short ? ctx.measureText(`+${entries.length} more`).width + 6 : 0; // room for "+N more"
+  if (short) {
     ctx.fillStyle = "#1f2328";
     ctx.fillText("heads", x, legend / 2 + 1);
     x += ctx.measureText("heads").width + 10;
   }
-  for (const [n, i] of heads.entries()) {
-    const label = labelOf(i);
+  const hits = [];
+  for (const [n, e] of entries.entries()) {
+    const label = entryLabel(block, e.heads, short);
     const w = ctx.measureText(label).width;
     if (x + w + 18 > area.width - reserve) {
       ctx.fillStyle = "#1f2328";
-      ctx.fillText(`+${heads.length - n} more`, x, legend / 2 + 1);
+      ctx.fillText(`+${entries.length - n} more`, x, legend / 2 + 1);
       break;
     }
-    ctx.fillStyle = headColour(block, palette, i);
+    const alone = heads.length < all.length && e.heads.every((i) => heads.includes(i));
+    const dim = heads.length < all.length && !alone;
+    ctx.globalAlpha = dim ? 0.35 : 1; // a hidden head's swatch faded, its label still dark
+    ctx.fillStyle = e.colour;
     ctx.fillRect(x, legend / 2 - 5, 12, 12);
+    ctx.globalAlpha = 1;
+    ctx.fillStyle = "#1f2328";
     ctx.fillText(label, x + 16, legend / 2 + 1);
+    if (alone) {
+      ctx.strokeStyle = "#000";
+      ctx.lineWidth = 2;
+      ctx.strokeRect(x - 3, 1, w + 22, legend - 2);
+    }
+    hits.push({ x0: x - 3, x1: x + w + 19, heads: e.heads });
     x += w + 30;
   }
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   ctx.fillStyle = "#555";
   ctx.textAlign = "center";
-  return { lines: { left, right, yq, yk, pitchQ, pitchK, labelW, count } };
+  return { lines: { left, right, yq, yk, pitchQ, pitchK, labelW, count, legend, hits, heads, bend } };
 }
 
 // A weight matrix in the x·W layout (rows = input features, columns = output features), grey
@@ -484,6 +524,7 @@ function buildView(model, el) {
     buttons: {},
     store: newStore(),
     shown: null, // { key, frame, block, maps, geometry } of the last frame drawn with maps
+    only: null, // the heads the lines mode shows alone, after a click on their legend entry
     lastSide: null,
   };
   for (const [mode, label] of [["maps", "maps"], ["lines", "lines (query → key)"]]) {
@@ -542,7 +583,7 @@ function showHint(v) {
   const queryIsControl = model.get("key_by").includes("query");
   if (v.keyboard) v.hint.textContent = KEYS_HINT;
   else v.hint.textContent = model.get("mode") === "lines"
-    ? `click a query word on the left to see only its lines${queryIsControl ? "" : "; again to see all"}`
+    ? `click a query word for its lines only${queryIsControl ? "" : " (again: all)"} · a head in the legend to see it alone`
     : MAPS_HINT;
 }
 
@@ -603,6 +644,7 @@ function paint(v, ctx, area, frame, block) {
     colormap: colormapOf(model),
     selected: model.get("query"),
     focus: model.get("focus_by") ? model.get(model.get("focus_by")) : -1,
+    only: v.only, // heads shown alone in the lines mode (a legend entry clicked), or null
     enlarge: model.get("enlarge"),
   };
   const geometry = model.get("mode") === "lines"
@@ -707,6 +749,11 @@ function weightTooltip(v, hit) {
 }
 
 function showTooltip(v, event) {
+  if (legendAt(v, event)) {
+    v.tooltip.style.display = "none";
+    v.canvas.style.cursor = "pointer";
+    return;
+  }
   const { rect, hit } = hitOf(v, event);
   if (hit && !hit.matrix && hit.head === null) {
     v.tooltip.style.display = "none"; // a query's label: clickable, no weight to show
@@ -725,7 +772,23 @@ function showTooltip(v, event) {
 }
 
 function selectQuery(v, event) {
+  const entry = legendAt(v, event);
+  if (entry) {
+    const same = v.only && v.only.join() === entry.heads.join();
+    v.only = same ? null : entry.heads; // a second click shows every head again
+    draw(v);
+    return;
+  }
   followQuery(v, hitOf(v, event).hit);
+}
+
+// the lines mode's legend entry under the mouse, or null
+function legendAt(v, event) {
+  const L = v.shown && v.el.dataset.state === "ok" && v.shown.geometry.lines;
+  if (!L) return null;
+  const rect = v.canvas.getBoundingClientRect();
+  const x = event.clientX - rect.left, y = event.clientY - rect.top;
+  return y <= L.legend ? L.hits.find((e) => x >= e.x0 && x <= e.x1) || null : null;
 }
 
 function followQuery(v, hit) {
@@ -968,6 +1031,37 @@ function testHooks(v) {
       const dimmed = selected >= 0 && selected < maps.tq && q !== selected;
       const cell = cellColour(colormapOf(model), maps.at(head, q, k), dimmed);
       return [textOn(cell), cell];
+    },
+    // the lines mode: for each head drawn, how many pixels between the words hold its colour
+    // alone (its colour over white at some opacity, within 12 levels), and where its legend is
+    headPixels() {
+      const L = v.shown && v.shown.geometry.lines;
+      if (!L) return null;
+      const dpr = canvas.width / canvas.clientWidth;
+      const x0 = Math.round((L.left + 4) * dpr), x1 = Math.round((L.right - 4) * dpr);
+      const y0 = Math.round((L.legend + 12) * dpr);
+      const img = canvas.getContext("2d").getImageData(x0, y0, x1 - x0, canvas.height - y0).data;
+      const palette = v.model.get("palette");
+      const colours = L.heads.map((i) => [1, 3, 5].map((j) => parseInt(headColour(v.shown.block, palette, i).slice(j, j + 2), 16)));
+      const counts = L.heads.map(() => 0);
+      for (let p = 0; p < img.length; p += 4) {
+        const px = [img[p], img[p + 1], img[p + 2]];
+        colours.forEach((c, n) => {
+          const t = (255 - px[0] + 255 - px[1] + 255 - px[2]) / (765 - c[0] - c[1] - c[2]); // opacity
+          if (t < LINE_FLOOR * 0.8 || t > 1.05) return;
+          if (px.every((x, j) => Math.abs(x - (255 + t * (c[j] - 255))) <= 12)) counts[n] += 1;
+        });
+      }
+      return Object.fromEntries(L.heads.map((i, n) => [i, counts[n]]));
+    },
+    legendCenter(n) {
+      const L = v.shown && v.shown.geometry.lines;
+      const rect = canvas.getBoundingClientRect();
+      return L && L.hits[n] ? { x: rect.left + (L.hits[n].x0 + L.hits[n].x1) / 2, y: rect.top + L.legend / 2 } : null;
+    },
+    legendSize() {
+      const L = v.shown && v.shown.geometry.lines;
+      return L ? L.hits.length : 0;
     },
     linesDrawn() {
       return v.shown && v.shown.geometry.lines ? v.shown.geometry.lines.count : 0;

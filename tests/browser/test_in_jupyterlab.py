@@ -295,20 +295,49 @@ def test_text_numbers_and_the_selected_button_stand_out(lab, page, notebook):
         assert contrast(text, cell) >= 4.5, (head, q, k)
 
 
-def test_lines_mode_draws_queries_to_keys(lab, page):
-    box = run(lab, page, "03_per_head_projections.ipynb")
+def test_lines_mode_shows_every_head_and_one_alone(lab, page):
+    """03's lines at h = 4 and 8: one line per (head, query, key) above 0.01, every head's colour
+    on screen (its arcs bend apart from the others'), one legend entry per head; a click on an
+    entry shows that head alone (only its lines), a second click all again."""
+    notebook = "03_per_head_projections.ipynb"
+    box = run(lab, page, notebook)
     box.locator("button.av-mode:text-is('lines (query → key)')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "maps")
-    box.screenshot(path=SCREENSHOTS / "03_per_head_projections_lines.png")
-    # one line per (head, query, key) with a weight above 0.01: of the followed query, or of all
-    maps, q = (
-        expected_panel("03_per_head_projections.ipynb").maps,
-        int(box.get_attribute("data-query")),
-    )
-    expected = int((maps[:, q] > 0.01).sum()) if q >= 0 else int((maps > 0.01).sum())
-    assert point(box, "linesDrawn") == expected > 0
+    h_slider = this_panel(page, notebook).locator(".widget-slider").first
+    for h, presses in ((4, 0), (8, 4)):
+        drawn = box.get_attribute("data-drawn")
+        press(page, h_slider, "ArrowRight", presses)
+        if presses:
+            at_h = f"h={h}"
+            wait_for_change(lambda: box.get_attribute("data-key").endswith(at_h), False)  # noqa: B023
+            wait_for_change(lambda: box.get_attribute("data-drawn"), drawn)
+        box.screenshot(path=SCREENSHOTS / f"03_per_head_projections_lines_h{h}.png")
+        maps = panels_03(h).maps
+        q = int(box.get_attribute("data-query"))
+        rows = maps[:, q] if q >= 0 else maps
+        assert point(box, "linesDrawn") == int((rows > 0.01).sum()) > 0
+        pixels = point(box, "headPixels")
+        assert sorted(int(i) for i in pixels) == list(range(h))
+        assert min(pixels.values()) >= 30, pixels  # every head's colour can be seen
+        assert point(box, "legendSize") == h
+    centre = point(box, "legendCenter", 2)
+    page.mouse.click(centre["x"], centre["y"])  # head 2 alone
+    assert list(point(box, "headPixels")) == ["2"]
+    assert point(box, "linesDrawn") == int((rows[2] > 0.01).sum())
+    box.screenshot(path=SCREENSHOTS / "03_per_head_projections_lines_alone.png")
+    page.mouse.click(centre["x"], centre["y"])  # all again
+    assert len(point(box, "headPixels")) == 8
+    press(page, h_slider, "ArrowLeft", 4)  # back to h = 4, and to the maps
     box.locator("button.av-mode:text-is('maps')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "lines")
+
+
+def panels_03(h):
+    from helpers import panels
+
+    panel = panels.HeadsExplorer(h=4, d_model=64)
+    panel.h_slider.value = h
+    return panel
 
 
 def press(page, slider, key, times=1):
@@ -521,7 +550,11 @@ def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
         side = box.locator(".av-side").inner_text()
         assert f"KV cache after 7 tokens: {2 * g * 8 * 7 * 4:,} bytes" in side and "✗" not in side
         assert box.locator(".av-side svg rect").count() == 8 + g  # the grouping picture
-        box.screenshot(path=SCREENSHOTS / f"10_shared_kv_and_cache_g{g}.png")
+        box.screenshot(path=SCREENSHOTS / f"15_shared_kv_g{g}.png")
+    box.locator("button.av-mode:text-is('lines (query → key)')").click()
+    wait_for_change(lambda: box.get_attribute("data-mode"), "maps")
+    assert point(box, "legendSize") == 1  # MQA: 8 heads, one colour, one legend entry
+    box.locator("button.av-mode:text-is('maps')").click()
     buttons.first.click()
     wait_for_change(lambda: box.get_attribute("data-key") == "kv=0", False)
 
