@@ -275,7 +275,8 @@ def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
 
 
 def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
-    """Re-execute notebooks in place on a fresh kernel, strip widget state, set slide metadata."""
+    """Re-execute notebooks in place on a fresh kernel, strip widget state, render backticked
+    formulas as maths, set slide metadata."""
     py = str(venv_python())
     return [
         [py, "-m", "nbconvert", "--to", "notebook", "--execute", "--inplace",
@@ -283,6 +284,7 @@ def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
          "--ExecutePreprocessor.record_timing=False",
          "--ExecutePreprocessor.store_widget_state=False", *notebooks],
         [py, "-m", "tests.strip_widget_state", *notebooks],
+        [py, "-m", "tests.maths", *notebooks],
         [py, "-m", "tests.slides", *notebooks],
     ]  # fmt: skip
 

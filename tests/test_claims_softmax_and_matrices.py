@@ -345,10 +345,10 @@ def test_17_out_from_w_ov_fails_for_a_permuted_head():
     _, w_ov = head_circuits(mha)
     with torch.no_grad():
         out, weights = mha(x)
-        check_close((weights[0] @ x[0] @ w_ov).sum(0), out[0], "Σ_i weights_i · x · W_OV^i")
+        check_close((weights[0] @ x[0] @ w_ov).sum(0), out[0], "Σ_i weights_i · x · W_OV,i")
         wrong = (weights[0] @ x[0] @ w_ov.roll(1, 0)).sum(0)  # head i paired with W_OV of i − 1
-    with pytest.raises(AssertionError, match="W_OV\\^i: max"):
-        check_close(wrong, out[0], "Σ_i weights_i · x · W_OV^i")
+    with pytest.raises(AssertionError, match="W_OV,i: max"):
+        check_close(wrong, out[0], "Σ_i weights_i · x · W_OV,i")
 
 
 def test_17_head_singular_values_are_those_of_the_full_products():

@@ -351,15 +351,15 @@ def test_circuits_explorer_rebuilds_the_maps_from_w_qk_and_counts_ranks():
         torch.testing.assert_close(panel.maps, weights[0], atol=1e-5, rtol=0)
         w_qk, _ = head_circuits(copy.deepcopy(mha).double())  # float32 drops one at (1, 128)
         assert torch.linalg.matrix_rank(w_qk).tolist() == [d_k] * h
-        assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in panel.table
+        assert f"rank of each W_QK,i: {d_k}; of each W_OV,i: {d_k} (d_k = {d_k})" in panel.table
         assert (
             f"total over the {plural(h, 'head')}: {d_model} (h · d_k = {d_model}); "
             f"one head of width {d_model}: {d_model}" in panel.table
         )
         assert "✓ maps from softmax(x·W_QK·xᵀ/√d_k) = module's" in panel.table
-        assert "✓ out = Σ_i weights_i · x · W_OV^i" in panel.table and "✗" not in panel.table
+        assert "✓ out = Σ_i weights_i · x · W_OV,i" in panel.table and "✗" not in panel.table
         assert panel.table.count("<rect") == h + 1  # one bar per head, one for the wide head
-        assert panel.message == f"{plural(h, 'head')}, each W_QK^i of rank {d_k}"
+        assert panel.message == f"{plural(h, 'head')}, each W_QK,i of rank {d_k}"
     assert x.shape == (1, 7, 32)
     panel.h_slider.value = 5
     assert panel.message.startswith("d_model = 128 is not divisible by h = 5")

@@ -69,13 +69,13 @@ class CircuitsExplorer(_Panel):
         one = _one_wide_head_rank(d_model, self.seed)
         rows = [
             ("tensor", "shape", "dims", "check"),
-            _shape_row(w_qk[0], (d_model, d_model), "W_QK^i", "d_model d_model"),
-            _shape_row(w_ov[0], (d_model, d_model), "W_OV^i", "d_model d_model"),
+            _shape_row(w_qk[0], (d_model, d_model), "W_QK,i", "d_model d_model"),
+            _shape_row(w_ov[0], (d_model, d_model), "W_OV,i", "d_model d_model"),
             _shape_row(scores, (h, T, T), "scores", "h T T"),
             _shape_row(writes, (h, T, d_model), "written", "h T d_model"),
         ]
         lines = [
-            f"rank of each W_QK^i: {_same_or_list(ranks_qk)}; of each W_OV^i: "
+            f"rank of each W_QK,i: {_same_or_list(ranks_qk)}; of each W_OV,i: "
             f"{_same_or_list(ranks_ov)} (d_k = {d_k})",
             f"total over the {plural(h, 'head')}: {sum(ranks_qk)} (h · d_k = {h * d_k}); "
             f"one head of width {d_model}: {one}",
@@ -83,12 +83,12 @@ class CircuitsExplorer(_Panel):
             f"{2 * d_model * d_k:,} weights",
             check_close(rebuilt, weights[0], "maps from softmax(x·W_QK·xᵀ/√d_k) = module's",
                         echo=False),
-            check_close(writes.sum(0), out[0], "out = Σ_i weights_i · x · W_OV^i", echo=False),
+            check_close(writes.sum(0), out[0], "out = Σ_i weights_i · x · W_OV,i", echo=False),
         ]  # fmt: skip
         bars = rank_bars_svg(ranks_qk, d_model, list(HEAD_COLOURS))
         block = self.view.add_maps(f"{d_model}/{h}", rebuilt, self.words, self.words, _titles(h))
         side = bars + _table(rows, f"h = {h}, d_model = {d_model}, d_k = {d_k}") + _lines(lines)
-        note = f"{plural(h, 'head')}, each W_QK^i of rank {_same_or_list(ranks_qk)}"
+        note = f"{plural(h, 'head')}, each W_QK,i of rank {_same_or_list(ranks_qk)}"
         return Frame(block, side, note)
 
 

@@ -602,7 +602,7 @@ def test_the_rank_bars_follow_h(lab, page):
         wait_for_change(lambda h=h: box.get_attribute("data-key") == f"d_model=32|h={h}", False)
         side = box.locator(".av-side").inner_text()
         d_k = 32 // h
-        assert f"rank of each W_QK^i: {d_k}; of each W_OV^i: {d_k} (d_k = {d_k})" in side
+        assert f"rank of each W_QK,i: {d_k}; of each W_OV,i: {d_k} (d_k = {d_k})" in side
         assert box.locator(".av-side svg rect").count() == h + 1 and "✗" not in side
         if h == 8:
             box.screenshot(path=SCREENSHOTS / "17_w_qk_and_w_ov_h8.png")
