@@ -30,6 +30,8 @@ __all__ = [
     "check_reach_all",
     "check_reach_own",
     "check_head_ranks",
+    "check_layer_count",
+    "check_less_even",
     "check_linear_layout",
     "check_separate_matrices",
     "check_parameter_count",
@@ -128,6 +130,14 @@ def check_parameter_count(module: nn.Module, echo: bool = True, tied: bool = Tru
         print(f"✓ {count:,} parameters = {formula}")
     return count
 
+
+def check_layer_count(module: nn.Module, expected: int, formula: str) -> None:
+    """The module holds `expected` nn.Linear layers (its weight matrices), written `formula`."""
+    linears = [m for m in module.modules() if isinstance(m, nn.Linear)]
+    claim = f"{expected} weight matrices (nn.Linear layers) = {formula}"
+    if len(linears) != expected:
+        raise _fail(claim, f"the module has {len(linears)}")
+    print(f"✓ {claim}")
 
 def check_outputs_differ(a: torch.Tensor, b: torch.Tensor, name: str, at_least: float) -> float:
     """Two outputs of the same shape differ somewhere by more than `at_least` (a gap that rounding
@@ -457,6 +467,28 @@ def check_head_ranks(modules: list[nn.Module], at_least: float | None = None) ->
     print(f"  is at least {100 * smallest:.1f} % of the largest (≥ {100 * at_least:.0f} %): "
           "no direction has collapsed")  # fmt: skip
 
+
+
+def _least_even(modules: list[nn.Module]) -> float:
+    """The smallest d_k-th ÷ largest singular value over every head's W_QK and W_OV."""
+    return min(
+        float((singular[:, -1] / singular[:, 0]).min())
+        for module in modules
+        for singular in head_singular_values(module)
+    )
+
+
+def check_less_even(trained: list[nn.Module], fresh: nn.Module) -> None:
+    """Some head of `trained` uses its d_k directions less evenly than every head of `fresh`
+    (untrained weights of the same shape): its smallest singular value is a smaller share of its
+    largest than the smallest share in `fresh`."""
+    ours, theirs = _least_even(trained), _least_even([fresh])
+    claim = "the trained heads use their directions less evenly than fresh weights of the same shape"
+    if not ours < theirs:
+        raise _fail(claim, f"smallest ÷ largest {100 * ours:.1f} % trained, {100 * theirs:.1f} % fresh")
+    print(f"✓ {claim}:")
+    print(f"  smallest ÷ largest singular value down to {100 * ours:.1f} % trained, "
+          f"at least {100 * theirs:.0f} % fresh")  # fmt: skip
 
 # --- positions: what attention knows of word order ------------------------------------------------
 

@@ -11,6 +11,7 @@ from helpers.checks import check_close_all
 from helpers.claims import (
     check_anti_diagonal,
     check_head_patterns,
+    check_layer_count,
     check_linear_layout,
     check_outputs_differ,
     check_parameter_count,
@@ -105,6 +106,14 @@ def test_03_four_d_model_squared_fails_when_only_some_layers_have_biases():
     module.w_o = nn.Linear(32, 32)  # a bias on W^O only: 32 more, not 4·32
     with pytest.raises(AssertionError, match="the module has 4,128"):
         check_parameter_count(module)
+
+
+@pytest.mark.parametrize("h", [2, 4, 8])  # at h = 1 the fused module has 3h + 1 = 4 too
+def test_03_three_h_plus_one_matrices_fails_for_the_fused_module(h, capsys):
+    check_layer_count(seeded_attention(32, h, per_head=True), 3 * h + 1, "3h + 1")
+    assert f"✓ {3 * h + 1} weight matrices (nn.Linear layers) = 3h + 1" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="the module has 4$"):
+        check_layer_count(seeded_attention(32, h), 3 * h + 1, "3h + 1")
 
 
 def _maps(T: int, looks_at) -> torch.Tensor:
@@ -245,7 +254,7 @@ def test_13_anti_diagonal_fails_when_too_few_cases_reach_90_percent():
 
 
 def test_06_key_bias_gets_no_gradient_but_the_query_bias_does():
-    """05 checks W^K's bias gradient against 0 within 1e-6; the same check fails on W^Q's bias."""
+    """06 checks W^K's bias gradient against 0 within 1e-6; the same check fails on W^Q's bias."""
     from helpers.checks import check_close
 
     module = FusedMultiHeadAttention(16, 2, bias=True)

@@ -22,6 +22,7 @@ from helpers.claims import (
     check_dot_product_variance,
     check_dropout_rate,
     check_head_ranks,
+    check_less_even,
     check_query_gradient,
     check_reach_all,
     check_reach_own,
@@ -379,3 +380,16 @@ def test_17_no_collapsed_direction_fails_when_training_shrinks_one():
     check_head_ranks([collapsed])  # the rank alone cannot tell: still 8
     with pytest.raises(AssertionError, match="none with a collapsed direction"):
         check_head_ranks([collapsed], at_least=0.05)
+
+
+def test_17_less_even_than_fresh_fails_for_weights_as_even_as_fresh(capsys):
+    torch.manual_seed(0)
+    fresh = FusedMultiHeadAttention(32, 4)
+    collapsed = _own_copy(32, 4)
+    with torch.no_grad():
+        collapsed.w_v.weight[5] *= 1e-3  # one direction of head 0's W_OV nearly gone
+    check_less_even([collapsed], fresh)
+    out = capsys.readouterr().out
+    assert "✓ the trained heads use their directions less evenly" in out and "% trained" in out
+    with pytest.raises(AssertionError, match="% trained, .* % fresh"):
+        check_less_even([fresh], fresh)  # the same weights: not less even
