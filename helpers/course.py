@@ -55,15 +55,25 @@ def venv_python(venv: Path = VENV, os_name: str = os.name) -> Path:
 
 
 def pip_install(*args: str, python: Path | None = None) -> list[str]:
-    """A pip install command in the course's environment, quiet (errors still show; the step
-    lines say what is going on). Two retries, not pip's five: where an
+    """A pip install command in the course's environment, quiet (-qq: errors still show, pip's
+    warnings do not; the step lines say what is going on). Two retries, not pip's five: where an
     index cannot be reached (a DNS error), pip backs off for seconds before each retry of each
     lookup; two still ride out a dropped connection."""
     python = python or venv_python()
     return [
-        str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        str(python), "-m", "pip", "install", "-qq", "--disable-pip-version-check",
         "--retries", "2", *args,
     ]  # fmt: skip
+
+
+TORCH_HINT = (
+    "torch did not install. On Linux the course takes torch's CPU build from PyTorch's own index,\n"
+    "https://download.pytorch.org/whl/cpu (named in requirements-torch.txt; PyPI's Linux torch\n"
+    "is the CUDA build, several GB); on macOS and Windows it comes from PyPI. If pip says it\n"
+    "could not reach an index or found no matching torch, check that this machine opens that\n"
+    "address (behind a proxy, set HTTPS_PROXY), then run this command again: what is installed\n"
+    "already stays."
+)
 
 
 def install_steps(test_tools: bool = False) -> list[tuple[str, list[str]]]:
@@ -152,7 +162,12 @@ def setup(test_tools: bool = False, root: Path = ROOT) -> None:
     for i, (what, command) in enumerate(steps, 1):
         print(f"[{i}/{len(steps)}] {what}", flush=True)
         began = time.monotonic()
-        _run(command, cwd=root)
+        try:
+            _run(command, cwd=root)
+        except SystemExit:
+            if "requirements-torch.txt" in command:
+                print(TORCH_HINT, file=sys.stderr, flush=True)
+            raise
         print(f"      done in {time.monotonic() - began:.0f} s", flush=True)
     for stamp, want in stamps.items():
         stamp.write_text(want)

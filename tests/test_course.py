@@ -85,6 +85,26 @@ def test_a_failing_step_stops_setup_with_its_exit_code(tmp_path, monkeypatch):
     assert not (tmp_path / ".venv" / ".course").exists()  # not marked installed
 
 
+def test_a_failing_torch_step_says_where_torch_comes_from(tmp_path, monkeypatch, capsys):
+    for name in course.COURSE_PINS:
+        (tmp_path / name).write_text(name)
+    python = course.venv_python(tmp_path / ".venv")
+    python.parent.mkdir(parents=True)
+    python.touch()
+    assert any("requirements-torch.txt" in command for _, command in course.install_steps())
+    failing = [sys.executable, "-c", "raise SystemExit(1)", "requirements-torch.txt"]
+    monkeypatch.setattr(course, "install_steps", lambda test_tools=False: [("torch", failing)])
+    with pytest.raises(SystemExit):
+        course.setup(root=tmp_path)
+    err = capsys.readouterr().err
+    assert "https://download.pytorch.org/whl/cpu" in err and "HTTPS_PROXY" in err
+    other = [("not torch", [sys.executable, "-c", "raise SystemExit(1)"])]
+    monkeypatch.setattr(course, "install_steps", lambda test_tools=False: other)
+    with pytest.raises(SystemExit):
+        course.setup(root=tmp_path)
+    assert "download.pytorch.org" not in capsys.readouterr().err  # only torch's step says it
+
+
 def test_the_working_copy_gets_new_notebooks_and_keeps_a_students_edits(tmp_path):
     source, copy = tmp_path / "notebooks", tmp_path / "my-notebooks"
     source.mkdir()
