@@ -55,13 +55,14 @@ def venv_python(venv: Path = VENV, os_name: str = os.name) -> Path:
 
 
 def pip_install(*args: str, python: Path | None = None) -> list[str]:
-    """A pip install command in the course's environment, quiet (-qq: errors still show, pip's
-    warnings do not; the step lines say what is going on). Two retries, not pip's five: where an
+    """A pip install command in the course's environment, quiet (its warnings and errors still
+    show; the step lines say what is going on; -qq would not hide the retry warnings, which come
+    from pip's vendored urllib3, and would hide some errors). Two retries, not pip's five: where an
     index cannot be reached (a DNS error), pip backs off for seconds before each retry of each
     lookup; two still ride out a dropped connection."""
     python = python or venv_python()
     return [
-        str(python), "-m", "pip", "install", "-qq", "--disable-pip-version-check",
+        str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
         "--retries", "2", *args,
     ]  # fmt: skip
 
