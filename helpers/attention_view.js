@@ -157,6 +157,24 @@ function textOn(rgb) {
   return contrast(rgb, [0, 0, 0]) >= contrast(rgb, [255, 255, 255]) ? [0, 0, 0] : [255, 255, 255];
 }
 
+// A head's colour for its lines and their legend: the palette's, darkened where it is too light to
+// stand 3:1 against the white page (WCAG 2.2 non-text contrast); linear RGB scaled down, so the
+// hue and saturation stay and only the lightness drops.
+const LINE_CONTRAST = 3.1;
+
+function lineColour(hex) {
+  const rgb = [1, 3, 5].map((j) => parseInt(hex.slice(j, j + 2), 16));
+  const most = 1.05 / LINE_CONTRAST - 0.05; // the largest luminance with that contrast
+  const L = luminance(rgb);
+  if (L <= most) return hex;
+  const linear = rgb.map((x) => (x / 255 <= 0.04045 ? x / 255 / 12.92 : ((x / 255 + 0.055) / 1.055) ** 2.4));
+  const srgb = linear.map((y) => {
+    const z = (y * most) / L;
+    return Math.floor(255 * (z <= 0.0031308 ? 12.92 * z : 1.055 * z ** (1 / 2.4) - 0.055));
+  });
+  return `#${srgb.map((x) => x.toString(16).padStart(2, "0")).join("")}`;
+}
+
 const DIM = 0.55; // a row not followed is mixed with this much white
 
 // the colour of a weight's cell: the colormap's, faded when another query is followed
@@ -318,17 +336,18 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   return grid;
 }
 
-// The lines mode (as in bertviz's head view): queries on the left, keys on the right, one line per
-// (query, key) per head in the head's colour. Heads between the same two words bend apart (each
-// head its own arc), a line's opacity grows with its weight from a visible floor, and the legend
-// has one entry per colour drawn (heads that share a colour share an entry); a click on an entry
-// shows that head alone, a second click all of them.
-const LINE_FLOOR = 0.15; // opacity of the faintest line drawn (weight 0.01), 1 at weight 1
+// The lines mode (after bertviz's head view): queries on the left, keys on the right, one line per
+// (query, key) per head in the head's line colour. Heads between the same two words bend apart
+// (each head its own arc); a line's width grows with its weight, every line opaque and at least
+// 3:1 against the page (heavier lines drawn last, on top), and the legend has one entry per colour
+// drawn (heads that share a colour share an entry); a click on an entry shows that head alone, a
+// second click all of them.
+const LINE_WIDTH = [1, 7]; // px at weight 0.01 (the lightest drawn) and at weight 1
 
 function legendEntries(block, palette, heads) {
   const entries = [];
   for (const i of heads) {
-    const colour = headColour(block, palette, i);
+    const colour = lineColour(headColour(block, palette, i));
     const same = entries.find((e) => e.colour === colour);
     if (same) same.heads.push(i);
     else entries.push({ colour, heads: [i] });
@@ -361,27 +380,29 @@ function drawLines(ctx, area, frame, block, maps, view) {
   const chosen = only ? all.filter((i) => only.includes(i)) : [];
   const heads = chosen.length ? chosen : all; // heads shown alone that a new setting lacks: all
   const bend = Math.min(14, 60 / Math.max(heads.length, 1)); // px between two heads' arcs, mid-way
-  ctx.lineWidth = 2.5;
-  let count = 0;
+  const drawn = [];
   for (const [n, i] of heads.entries()) {
-    ctx.strokeStyle = headColour(block, palette, i);
+    const colour = lineColour(headColour(block, palette, i));
     const offset = (n - (heads.length - 1) / 2) * bend;
     for (let q = 0; q < maps.tq; q++) {
       if (selected >= 0 && q !== selected) continue;
       for (let k = 0; k < maps.tk; k++) {
         const w = maps.at(i, q, k);
-        if (!(w > 0.01)) continue;
-        ctx.globalAlpha = LINE_FLOOR + (1 - LINE_FLOOR) * Math.min(1, w);
-        count += 1;
-        ctx.beginPath();
-        ctx.moveTo(left, yq(q));
-        // the control point 2 × offset off the straight line: the arc passes `offset` off it
-        ctx.quadraticCurveTo((left + right) / 2, (yq(q) + yk(k)) / 2 + 2 * offset, right, yk(k));
-        ctx.stroke();
+        if (w > 0.01) drawn.push({ w, q, k, colour, offset });
       }
     }
   }
-  ctx.globalAlpha = 1;
+  drawn.sort((a, b) => a.w - b.w); // the heaviest on top
+  for (const { w, q, k, colour, offset } of drawn) {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = LINE_WIDTH[0] + ((LINE_WIDTH[1] - LINE_WIDTH[0]) * (Math.min(1, w) - 0.01)) / 0.99;
+    ctx.beginPath();
+    ctx.moveTo(left, yq(q));
+    // the control point 2 × offset off the straight line: the arc passes `offset` off it
+    ctx.quadraticCurveTo((left + right) / 2, (yq(q) + yk(k)) / 2 + 2 * offset, right, yk(k));
+    ctx.stroke();
+  }
+  const count = drawn.length;
   const stepQ = Math.max(1, Math.ceil(LABEL_PITCH / pitchQ));
   const stepK = Math.max(1, Math.ceil(LABEL_PITCH / pitchK));
   ctx.textBaseline = "middle";
@@ -1032,8 +1053,8 @@ function testHooks(v) {
       const cell = cellColour(colormapOf(model), maps.at(head, q, k), dimmed);
       return [textOn(cell), cell];
     },
-    // the lines mode: for each head drawn, how many pixels between the words hold its colour
-    // alone (its colour over white at some opacity, within 12 levels), and where its legend is
+    // the lines mode: for each head drawn, how many pixels between the words hold its line
+    // colour (within 12 levels), and where its legend is
     headPixels() {
       const L = v.shown && v.shown.geometry.lines;
       if (!L) return null;
@@ -1041,18 +1062,17 @@ function testHooks(v) {
       const x0 = Math.round((L.left + 4) * dpr), x1 = Math.round((L.right - 4) * dpr);
       const y0 = Math.round((L.legend + 12) * dpr);
       const img = canvas.getContext("2d").getImageData(x0, y0, x1 - x0, canvas.height - y0).data;
-      const palette = v.model.get("palette");
-      const colours = L.heads.map((i) => [1, 3, 5].map((j) => parseInt(headColour(v.shown.block, palette, i).slice(j, j + 2), 16)));
+      const colours = L.heads.map((i) => [1, 3, 5].map((j) => parseInt(this.lineColour(i).slice(j, j + 2), 16)));
       const counts = L.heads.map(() => 0);
       for (let p = 0; p < img.length; p += 4) {
-        const px = [img[p], img[p + 1], img[p + 2]];
         colours.forEach((c, n) => {
-          const t = (255 - px[0] + 255 - px[1] + 255 - px[2]) / (765 - c[0] - c[1] - c[2]); // opacity
-          if (t < LINE_FLOOR * 0.8 || t > 1.05) return;
-          if (px.every((x, j) => Math.abs(x - (255 + t * (c[j] - 255))) <= 12)) counts[n] += 1;
+          if (c.every((x, j) => Math.abs(img[p + j] - x) <= 12)) counts[n] += 1;
         });
       }
       return Object.fromEntries(L.heads.map((i, n) => [i, counts[n]]));
+    },
+    lineColour(i) {
+      return lineColour(headColour(v.shown.block, v.model.get("palette"), i));
     },
     legendCenter(n) {
       const L = v.shown && v.shown.geometry.lines;
