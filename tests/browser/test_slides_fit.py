@@ -18,10 +18,7 @@ from tests.slides import slide_types
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 WIDTH, HEIGHT = 1280, 720
 # notebook -> (slides still taller than the screen, the tallest in px), measured 2026-11-25
-STILL_TALL = {
-    "12_real_model_heads.ipynb": (1, 769),  # four heads' maps, 2 x 2, under their code
-    "14_kv_cache.ipynb": (1, 805),  # the timing loop (its nested functions) and its lines
-}
+STILL_TALL: dict[str, tuple[int, int]] = {}  # none left (12's and 14's last ones shortened)
 
 # The innermost slide on screen: its index among all sections, and how far down and right its
 # content reaches (every laid-out element, a fragment not yet shown included: it keeps its place).
