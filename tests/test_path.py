@@ -160,3 +160,23 @@ def test_the_guide_lists_every_notebook_with_the_rules_minutes():
     assert listed == {t.name[:2]: round(t.minutes) for t in course_times()}
     for number, minutes in listed.items():  # each notebook's own section says the same
         assert re.search(rf"^### {number} · .*\({minutes} minutes", guide, re.MULTILINE), number
+
+
+def test_the_guides_totals_and_session_plans_add_up_to_the_rules_minutes():
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    rule = {t.name[:2]: round(t.minutes) for t in course_times()}
+    totals = re.findall(
+        r"(?:take about |six sessions of 90 minutes \()(\d+) minutes by the rule", guide
+    )
+    assert len(totals) == 2 and {int(n) for n in totals} == {sum(rule.values())}
+    sessions = re.findall(
+        r"^- \*\*Session \d.*?:\*\* ((?:\d\d \(\d+\), )*\d\d \(\d+\)): (\d+)", guide, re.M
+    )
+    assert len(sessions) == 6
+    planned = []
+    for parts, stated in sessions:
+        minutes = {n: int(m) for n, m in re.findall(r"(\d\d) \((\d+)\)", parts)}
+        assert all(rule[n] == m for n, m in minutes.items()), parts
+        assert sum(minutes.values()) == int(stated), parts
+        planned += minutes
+    assert planned == sorted(rule)  # every notebook once, in order
