@@ -139,6 +139,7 @@ def check_layer_count(module: nn.Module, expected: int, formula: str) -> None:
         raise _fail(claim, f"the module has {len(linears)}")
     print(f"✓ {claim}")
 
+
 def check_outputs_differ(a: torch.Tensor, b: torch.Tensor, name: str, at_least: float) -> float:
     """Two outputs of the same shape differ somewhere by more than `at_least` (a gap that rounding
     cannot make). Returns the largest difference."""
@@ -468,7 +469,6 @@ def check_head_ranks(modules: list[nn.Module], at_least: float | None = None) ->
           "no direction has collapsed")  # fmt: skip
 
 
-
 def _least_even(modules: list[nn.Module]) -> float:
     """The smallest d_k-th ÷ largest singular value over every head's W_QK and W_OV."""
     return min(
@@ -483,12 +483,15 @@ def check_less_even(trained: list[nn.Module], fresh: nn.Module) -> None:
     (untrained weights of the same shape): its smallest singular value is a smaller share of its
     largest than the smallest share in `fresh`."""
     ours, theirs = _least_even(trained), _least_even([fresh])
-    claim = "the trained heads use their directions less evenly than fresh weights of the same shape"
+    claim = "the trained heads use their directions less evenly than fresh weights of the same"
+    claim += " shape"
     if not ours < theirs:
-        raise _fail(claim, f"smallest ÷ largest {100 * ours:.1f} % trained, {100 * theirs:.1f} % fresh")
+        shares = f"{100 * ours:.1f} % trained, {100 * theirs:.1f} % fresh"
+        raise _fail(claim, f"smallest ÷ largest {shares}")
     print(f"✓ {claim}:")
     print(f"  smallest ÷ largest singular value down to {100 * ours:.1f} % trained, "
           f"at least {100 * theirs:.0f} % fresh")  # fmt: skip
+
 
 # --- positions: what attention knows of word order ------------------------------------------------
 
