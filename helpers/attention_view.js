@@ -184,8 +184,28 @@ function cellColour(colormap, w, dimmed) {
 }
 
 function drawTile(ctx, maps, head, tile, colormap, selected = -1) {
-  const image = new ImageData(maps.tk, maps.tq);
   const dimmed = (q) => selected >= 0 && selected < maps.tq && q !== selected;
+  if (ctx.vector) drawCells(ctx, maps, head, tile, colormap, dimmed);
+  else drawPixels(ctx, maps, head, tile, colormap, dimmed);
+  if (tile.cell >= MIN_NUMBER_CELL) {
+    ctx.font = `${FONT}px ${FONT_FAMILY}`;
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    for (let q = 0; q < maps.tq; q++) {
+      for (let k = 0; k < maps.tk; k++) {
+        const w = maps.at(head, q, k);
+        if (!Number.isFinite(w)) continue;
+        ctx.fillStyle = `rgb(${textOn(cellColour(colormap, w, dimmed(q))).join(",")})`;
+        const cx = tile.x + (k + 0.5) * tile.cell, cy = tile.y + (q + 0.5) * tile.cell;
+        ctx.fillText(w.toFixed(2), cx, cy);
+      }
+    }
+  }
+}
+
+// a tile's cells as one image, a pixel per weight, scaled up without smoothing
+function drawPixels(ctx, maps, head, tile, colormap, dimmed) {
+  const image = new ImageData(maps.tk, maps.tq);
   for (let q = 0; q < maps.tq; q++) {
     for (let k = 0; k < maps.tk; k++) {
       const w = maps.at(head, q, k);
@@ -201,18 +221,19 @@ function drawTile(ctx, maps, head, tile, colormap, selected = -1) {
   small.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(small, tile.x, tile.y, tile.cell * maps.tk, tile.cell * maps.tq);
-  if (tile.cell >= MIN_NUMBER_CELL) {
-    ctx.font = `${FONT}px ${FONT_FAMILY}`;
-    ctx.textAlign = "center";
-    ctx.textBaseline = "middle";
-    for (let q = 0; q < maps.tq; q++) {
-      for (let k = 0; k < maps.tk; k++) {
-        const w = maps.at(head, q, k);
-        if (!Number.isFinite(w)) continue;
-        ctx.fillStyle = `rgb(${textOn(cellColour(colormap, w, dimmed(q))).join(",")})`;
-        const cx = tile.x + (k + 0.5) * tile.cell, cy = tile.y + (q + 0.5) * tile.cell;
-        ctx.fillText(w.toFixed(2), cx, cy);
-      }
+}
+
+// the same cells one rectangle each (an SVG export: cells stay sharp at any size), each a little
+// wider than its place so that no seam of background shows between two cells
+function drawCells(ctx, maps, head, tile, colormap, dimmed) {
+  const overlap = 0.5;
+  for (let q = 0; q < maps.tq; q++) {
+    for (let k = 0; k < maps.tk; k++) {
+      const w = maps.at(head, q, k);
+      if (!Number.isFinite(w)) continue;
+      ctx.fillStyle = `rgb(${cellColour(colormap, w, dimmed(q)).join(",")})`;
+      const right = k < maps.tk - 1 ? overlap : 0, below = q < maps.tq - 1 ? overlap : 0;
+      ctx.fillRect(tile.x + k * tile.cell, tile.y + q * tile.cell, tile.cell + right, tile.cell + below);
     }
   }
 }
@@ -294,6 +315,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   const titles = block.titles;
   const form = titleForm(ctx, titles, grid.tileW);
   for (const tile of grid.tiles) {
+    ctx.group?.(tile.head, titles[tile.head]); // an SVG export: one group per head
     drawTile(ctx, maps, tile.head, tile, colormap, selected);
     drawTitle(ctx, titles[tile.head], tile, grid.tileW, headColour(block, palette, tile.head), form);
     if (tile.head === focus) {
@@ -301,6 +323,7 @@ function drawMaps(ctx, area, frame, block, maps, view) {
       ctx.lineWidth = 3;
       ctx.strokeRect(tile.x - 2.5, tile.y - 2.5, grid.tileW + 5, grid.tileH + 5);
     }
+    ctx.ungroup?.();
   }
   // labels: queries left of the first column, keys under the lowest tile of each column
   for (const tile of grid.big ? [] : grid.tiles) {
@@ -309,11 +332,13 @@ function drawMaps(ctx, area, frame, block, maps, view) {
   }
   if (grid.big) {
     const big = { head: focus, ...grid.big };
-    drawTile(ctx, maps, focus, big, colormap, selected);
     const title = `${titles[focus]} (enlarged)`;
+    ctx.group?.(focus, title, "enlarged");
+    drawTile(ctx, maps, focus, big, colormap, selected);
     drawTitle(ctx, title, big, big.cell * maps.tk, headColour(block, palette, focus));
     drawQueryLabels(ctx, block.rows, big, grid.labelW, selected);
     drawKeyLabels(ctx, block.cols, big, maps.tq, grid.labelH);
+    ctx.ungroup?.();
     grid.tiles.push(big);
     grid.labelled = big;
   }
@@ -388,12 +413,17 @@ function drawLines(ctx, area, frame, block, maps, view) {
       if (selected >= 0 && q !== selected) continue;
       for (let k = 0; k < maps.tk; k++) {
         const w = maps.at(i, q, k);
-        if (w > 0.01) drawn.push({ w, q, k, colour, offset });
+        if (w > 0.01) drawn.push({ w, q, k, colour, offset, head: i });
       }
     }
   }
-  drawn.sort((a, b) => a.w - b.w); // the heaviest on top
-  for (const { w, q, k, colour, offset } of drawn) {
+  // the heaviest on top; an SVG export keeps each head's lines in its own group (head by head)
+  drawn.sort((a, b) => (ctx.group ? a.head - b.head : 0) || a.w - b.w);
+  for (const [n, { w, q, k, colour, offset, head }] of drawn.entries()) {
+    if (ctx.group && (n === 0 || drawn[n - 1].head !== head)) {
+      if (n > 0) ctx.ungroup();
+      ctx.group(head, block.titles[head]);
+    }
     ctx.strokeStyle = colour;
     ctx.lineWidth = LINE_WIDTH[0] + ((LINE_WIDTH[1] - LINE_WIDTH[0]) * (Math.min(1, w) - 0.01)) / 0.99;
     ctx.beginPath();
@@ -402,6 +432,7 @@ function drawLines(ctx, area, frame, block, maps, view) {
     ctx.quadraticCurveTo((left + right) / 2, (yq(q) + yk(k)) / 2 + 2 * offset, right, yk(k));
     ctx.stroke();
   }
+  if (ctx.group && drawn.length) ctx.ungroup();
   const count = drawn.length;
   const stepQ = Math.max(1, Math.ceil(LABEL_PITCH / pitchQ));
   const stepK = Math.max(1, Math.ceil(LABEL_PITCH / pitchK));
@@ -558,12 +589,21 @@ function buildView(model, el) {
     });
     v.buttons[mode] = b;
   }
-  toolbar.style.display = model.get("toolbar") ? "" : "none";
+  const save = element("span", "av-save", toolbar);
+  for (const format of ["svg", "png"]) {
+    const b = element("button", "av-mode", save);
+    b.type = "button";
+    b.textContent = `save ${format.toUpperCase()}`;
+    b.title = format === "svg" ? "save this view as SVG (vector, one group per head)" : "save this view as PNG, twice the size drawn";
+    b.addEventListener("click", () => saveView(v, format));
+  }
+  if (!model.get("toolbar")) for (const b of Object.values(v.buttons)) b.style.display = "none";
   v.canvas.tabIndex = 0;
   v.canvas.setAttribute("role", "application");
   v.canvas.setAttribute("aria-label", KEYS_HELP);
   v.live.setAttribute("aria-live", "polite");
   v.hint = element("span", "av-hint", toolbar);
+  if (!model.get("toolbar")) v.hint.style.display = "none"; // a weight matrix: only the saving
   v.hint.textContent = MAPS_HINT;
   loadTraits(v.store, model);
   return v;
@@ -700,6 +740,119 @@ function draw(v) {
   } catch (err) {
     v.el.dataset.state = "broken";
     setMessage(v, "error", `✗ The view could not draw this setting (${err}). Move a control to retry.`);
+  }
+}
+
+// --- saving the view: SVG (vector, one group per head) and PNG (twice the drawn size) ---------
+
+const escapeXml = (text) => String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+const round2 = (x) => Math.round(x * 100) / 100;
+const ANCHOR = { left: "start", start: "start", center: "middle", right: "end", end: "end" };
+const BASELINE = { top: "text-before-edge", middle: "central", bottom: "text-after-edge", alphabetic: "alphabetic" };
+
+// A drawing context that writes SVG: the part of CanvasRenderingContext2D the panel draws with.
+// Text widths come from a real canvas context, so the layout is the one on screen.
+class SvgContext {
+  constructor(width, height, measure) {
+    Object.assign(this, { width, height, measure, parts: [], path: [], saved: [], vector: true });
+    this.state = { matrix: new DOMMatrix(), fillStyle: "#000", strokeStyle: "#000", lineWidth: 1,
+      globalAlpha: 1, font: `${FONT}px ${FONT_FAMILY}`, textAlign: "start", textBaseline: "alphabetic" };
+    for (const name of ["fillStyle", "strokeStyle", "lineWidth", "globalAlpha", "font", "textAlign", "textBaseline"]) {
+      Object.defineProperty(this, name, { get: () => this.state[name], set: (x) => { this.state[name] = x; } });
+    }
+    this.imageSmoothingEnabled = false;
+  }
+  save() { this.saved.push({ ...this.state }); }
+  restore() { if (this.saved.length) this.state = this.saved.pop(); }
+  translate(x, y) { this.state.matrix = this.state.matrix.translate(x, y); }
+  rotate(angle) { this.state.matrix = this.state.matrix.rotate((angle * 180) / Math.PI); }
+  setTransform(a, b, c, d, e, f) { this.state.matrix = new DOMMatrix([a, b, c, d, e, f]); }
+  clearRect() {}
+  measureText(text) { this.measure.font = this.font; return this.measure.measureText(text); }
+  group(head, title, part = "") {
+    const label = part ? `${title} (${part})` : title;
+    this.parts.push(`<g class="head${part ? ` ${part}` : ""}" data-head="${head}"><title>${escapeXml(label)}</title>`);
+  }
+  ungroup() { this.parts.push("</g>"); }
+  attrs() {
+    const m = this.state.matrix;
+    const alpha = this.globalAlpha < 1 ? ` opacity="${round2(this.globalAlpha)}"` : "";
+    return alpha + (m.isIdentity ? "" : ` transform="matrix(${[m.a, m.b, m.c, m.d, m.e, m.f].map(round2).join(" ")})"`);
+  }
+  rect(x, y, w, h, paint) { this.parts.push(`<rect x="${round2(x)}" y="${round2(y)}" width="${round2(w)}" height="${round2(h)}" ${paint}${this.attrs()}/>`); }
+  fillRect(x, y, w, h) { this.rect(x, y, w, h, `fill="${escapeXml(this.fillStyle)}"`); }
+  strokeRect(x, y, w, h) { this.rect(x, y, w, h, `fill="none" stroke="${escapeXml(this.strokeStyle)}" stroke-width="${round2(this.lineWidth)}"`); }
+  beginPath() { this.path = []; }
+  moveTo(x, y) { this.path.push(`M${round2(x)} ${round2(y)}`); }
+  lineTo(x, y) { this.path.push(`L${round2(x)} ${round2(y)}`); }
+  quadraticCurveTo(cx, cy, x, y) { this.path.push(`Q${round2(cx)} ${round2(cy)} ${round2(x)} ${round2(y)}`); }
+  closePath() { this.path.push("Z"); }
+  stroke() { this.parts.push(`<path d="${this.path.join("")}" fill="none" stroke="${escapeXml(this.strokeStyle)}" stroke-width="${round2(this.lineWidth)}"${this.attrs()}/>`); }
+  fill() { this.parts.push(`<path d="${this.path.join("")}" fill="${escapeXml(this.fillStyle)}"${this.attrs()}/>`); }
+  fillText(text, x, y) {
+    const size = (/([\d.]+)px/.exec(this.font) || [0, FONT])[1];
+    const family = this.font.slice(this.font.indexOf("px ") + 3);
+    const weight = /\bbold\b/.test(this.font) ? ` font-weight="bold"` : "";
+    this.parts.push(`<text x="${round2(x)}" y="${round2(y)}" font-size="${size}" font-family="${escapeXml(family)}"${weight} text-anchor="${ANCHOR[this.textAlign] || "start"}" dominant-baseline="${BASELINE[this.textBaseline] || "alphabetic"}" fill="${escapeXml(this.fillStyle)}"${this.attrs()}>${escapeXml(text)}</text>`);
+  }
+  drawImage(image, x, y, w, h) {
+    this.parts.push(`<image href="${image.toDataURL()}" x="${round2(x)}" y="${round2(y)}" width="${round2(w)}" height="${round2(h)}" preserveAspectRatio="none" style="image-rendering:pixelated"${this.attrs()}/>`);
+  }
+  toString() {
+    const { width, height } = this;
+    return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">` +
+      `<rect width="${width}" height="${height}" fill="#fff"/>${this.parts.join("")}</svg>\n`;
+  }
+}
+
+// The file name: the notebook (or panel), the setting and the mode, e.g.
+// 03_per_head_projections_d_model64_h4_lines.svg
+function exportName(v, extension) {
+  const setting = v.shown.key.replace(/=/g, "").replace(/\|/g, "_");
+  const query = v.model.get("query") >= 0 ? `_query${v.model.get("query")}` : "";
+  const mode = v.shown.block.kind === "matrix" ? "matrix" : v.model.get("mode");
+  return `${v.model.get("name") || "attention"}_${setting}${query}_${mode}.${extension}`;
+}
+
+// The view as it is drawn now, as an SVG text or a PNG blob (scale × the CSS size, on white).
+function exportView(v, format, scale = 2) {
+  if (!v.shown) return null;
+  const area = { width: v.canvas.clientWidth || 320, height: v.model.get("height") };
+  const { frame, block } = v.shown;
+  if (format === "svg") {
+    const svg = new SvgContext(area.width, area.height, scratch(1, 1).getContext("2d"));
+    paint(v, svg, area, frame, block);
+    return svg.toString();
+  }
+  const canvas = document.createElement("canvas");
+  canvas.width = Math.round(area.width * scale);
+  canvas.height = Math.round(area.height * scale);
+  const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.setTransform(scale, 0, 0, scale, 0, 0);
+  paint(v, ctx, area, frame, block);
+  return canvas;
+}
+
+function download(name, blob) {
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+}
+
+function saveView(v, format) {
+  try {
+    const made = exportView(v, format);
+    if (!made) return;
+    if (format === "svg") download(exportName(v, "svg"), new Blob([made], { type: "image/svg+xml" }));
+    else made.toBlob((blob) => download(exportName(v, "png"), blob), "image/png");
+  } catch (err) {
+    setMessage(v, "error", `✗ Could not save the view (${err}).`);
   }
 }
 
@@ -1082,6 +1235,16 @@ function testHooks(v) {
     legendSize() {
       const L = v.shown && v.shown.geometry.lines;
       return L ? L.hits.length : 0;
+    },
+    exportSvg() {
+      return exportView(v, "svg");
+    },
+    exportPng(scale = 2) {
+      const canvas = exportView(v, "png", scale);
+      return canvas && { width: canvas.width, height: canvas.height, url: canvas.toDataURL("image/png") };
+    },
+    exportName(extension) {
+      return exportName(v, extension);
     },
     linesDrawn() {
       return v.shown && v.shown.geometry.lines ? v.shown.geometry.lines.count : 0;

@@ -20,6 +20,7 @@ anywhere in a panel stay in it (JupyterLab would move to another cell).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,8 +84,12 @@ class AttentionView(anywidget.AnyWidget):
     height = traitlets.Int(420).tag(sync=True)  # CSS px of the drawing area, whatever h is
     palette = traitlets.List(traitlets.Unicode(), list(HEAD_COLOURS)).tag(sync=True)
     colormap = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    # a saved view's file name starts with this: the notebook's name where JupyterLab tells the
+    # kernel (JPY_SESSION_NAME), else "attention"
+    name = traitlets.Unicode("").tag(sync=True)
 
     def __init__(self, key_by: Iterable[str], **kwargs):
+        kwargs.setdefault("name", Path(os.environ.get("JPY_SESSION_NAME", "attention")).stem)
         super().__init__(key_by=list(key_by), colormap=colormap_table(), **kwargs)
         self._blocks: dict[str, tuple[dict, np.ndarray]] = {}
         self._frames: dict[str, Frame] = {}

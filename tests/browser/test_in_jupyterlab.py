@@ -348,6 +348,52 @@ def test_lines_mode_shows_every_head_and_one_alone(lab, page):
     wait_for_change(lambda: box.get_attribute("data-mode"), "lines")
 
 
+def test_a_view_saves_as_svg_and_png(lab, page):
+    """03's panel, maps then lines: 'save SVG' downloads an SVG that parses, with one group per
+    head (its title), the words and the colour bar's labels; 'save PNG' a PNG twice the drawn
+    size; both named after the notebook, the setting and the mode."""
+    import io
+    import xml.etree.ElementTree as ET
+
+    from PIL import Image
+
+    notebook = "03_per_head_projections.ipynb"
+    box = run(lab, page, notebook)
+    words = ["the", "cat", "sat", "on", "a", "warm", "mat"]
+    svg_ns = "{http://www.w3.org/2000/svg}"
+    for mode, before in (("maps", "lines"), ("lines", "maps")):
+        if box.get_attribute("data-mode") != mode:
+            label = "maps" if mode == "maps" else "lines (query → key)"
+            box.locator(f"button.av-mode:text-is('{label}')").click()
+            wait_for_change(lambda: box.get_attribute("data-mode"), before)  # noqa: B023
+        h = 4  # the notebook's setting: d_model = 64, h = 4
+        with page.expect_download() as saved:
+            box.locator("button:text-is('save SVG')").click()
+        name = saved.value.suggested_filename
+        saved.value.save_as(SCREENSHOTS / name)
+        assert name == f"03_per_head_projections_d_model64_h4_{mode}.svg"
+        tree = ET.parse(saved.value.path())
+        groups = tree.getroot().findall(f".//{svg_ns}g[@class='head']")
+        assert [g.get("data-head") for g in groups] == [str(i) for i in range(h)]
+        assert [g.find(f"{svg_ns}title").text for g in groups] == [f"head {i}" for i in range(h)]
+        texts = [t.text for t in tree.getroot().iter(f"{svg_ns}text")]
+        assert all(w in texts for w in words), texts
+        if mode == "maps":
+            assert {"0", "0.5", "1", "weight"} <= set(texts)
+            cells = groups[0].findall(f"{svg_ns}rect")
+            assert len(cells) >= len(words) ** 2  # one rectangle per weight, and the title's bar
+        else:
+            assert len(tree.getroot().findall(f".//{svg_ns}path")) == point(box, "linesDrawn")
+        with page.expect_download() as saved:
+            box.locator("button:text-is('save PNG')").click()
+        assert saved.value.suggested_filename == name.replace(".svg", ".png")
+        saved.value.save_as(SCREENSHOTS / saved.value.suggested_filename)
+        image = Image.open(io.BytesIO(saved.value.path().read_bytes()))
+        size = box.locator("canvas").evaluate("c => [c.clientWidth, parseFloat(c.style.height)]")
+        assert image.size == (2 * size[0], 2 * size[1])
+    box.locator("button.av-mode:text-is('maps')").click()
+
+
 def panels_03(h):
     from helpers import panels
 
