@@ -6,6 +6,7 @@
 #   make notebooks  re-execute every notebook in place on a fresh kernel (Restart & Run All)
 #   make bench      speed figures against their targets (prints; saves .bench/bench.json)
 #   make student    a copy of the notebooks without the exercise solutions, in student/
+#   make site       the course as a static site in site/ (BINDER=owner/repo for Binder links)
 
 PYTHON ?= python3
 COURSE := $(PYTHON) -m helpers.course
@@ -15,7 +16,7 @@ NOTEBOOKS ?= notebooks
 SERVE ?=
 export PORT CULL_IDLE NOTEBOOKS
 
-.PHONY: setup lab test lint unit nbval notebooks bench student clean
+.PHONY: setup lab test lint unit nbval notebooks bench student site clean
 
 setup:
 	$(COURSE) setup
@@ -37,6 +38,9 @@ bench:
 
 student:
 	$(COURSE) student
+
+site:
+	$(COURSE) site $(if $(BINDER),--binder $(BINDER))
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis *.egg-info

@@ -20,6 +20,7 @@ anywhere in a panel stay in it (JupyterLab would move to another cell).
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -207,6 +208,21 @@ class AttentionView(anywidget.AnyWidget):
             if added or new_blocks or dropped or gone:
                 self._send_delta(added, new_blocks, dropped, gone)
         self._sent_frames, self._sent_blocks = set(self._frames), set(self._blocks)
+
+    def static_state(self) -> dict:
+        """Everything the browser's view reads, as JSON (the float32 maps in base64): for a page
+        with no kernel (`helpers.site`), which draws the same frames with the same JavaScript."""
+        frames, blocks, buffer = self._pack(self._frames, self._blocks)
+        skip = {"buffer", "frames", "blocks", "layout", "tabbable", "tooltip", "comm"}
+        traits = {
+            name: getattr(self, name)
+            for name in self.trait_names(sync=lambda x: x)
+            if not name.startswith("_") and name not in skip
+        }
+        return {
+            "traits": {**traits, "frames": frames, "blocks": blocks},
+            "buffer": base64.b64encode(buffer).decode("ascii"),
+        }
 
     def _pack(self, frames: dict[str, Frame], blocks: dict[str, tuple[dict, np.ndarray]]):
         """(frames as JSON, blocks with their offsets into one buffer, the float32 buffer)."""

@@ -5,6 +5,8 @@
     python -m helpers.course student    a copy of the notebooks without the solutions, in student/
     python -m helpers.course notebooks  (authors) re-execute notebooks/ in place, Restart & Run All
     python -m helpers.course bench      speed figures against their targets (never fails on a time)
+    python -m helpers.course site       the course as a static site in site/ (panels work, no
+                                        Python needed to read it; needs npm once, for MathJax)
 
 On Windows type `py` for `python`; on Linux and macOS, `python3` where `python` is not found.
 The Makefile's targets call these. Standard library only: this runs with the system's Python,
@@ -337,6 +339,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     nbs = sub.add_parser("notebooks", help="re-execute notebooks/ in place (authors)")
     nbs.add_argument("paths", nargs="*")
     sub.add_parser("bench", help="speed figures (never fails on a time)")
+    site = sub.add_parser("site", help="site/: every notebook as a web page, panels working")
+    site.add_argument(
+        "--binder", default=os.environ.get("COURSE_BINDER"), metavar="OWNER/REPO",
+        help="the course's GitHub repository, for the pages' Binder links (or $COURSE_BINDER)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):  # a Windows pipe may not take "✓": never fail on it
         sys.stdout.reconfigure(errors="replace")
@@ -377,6 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "bench":
         setup(test_tools=True)
         _run([py, "-m", "tests.bench.run_bench"])
+    elif args.command == "site":
+        setup()
+        _run([py, "-m", "helpers.site", *(["--binder", args.binder] if args.binder else [])])
     return 0
 
 

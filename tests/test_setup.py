@@ -123,7 +123,8 @@ def test_lab_installs_the_course_only_and_test_adds_the_tools():
 def test_make_targets_call_the_entry_point():
     for target, expected in [("lab", "-m helpers.course lab"), ("test", "-m helpers.course test"),
                              ("nbval", "helpers.course test --only nbval"),
-                             ("student", "-m helpers.course student")]:  # fmt: skip
+                             ("student", "-m helpers.course student"),
+                             ("site", "-m helpers.course site")]:  # fmt: skip
         dry = subprocess.run(
             ["make", "--dry-run", target], capture_output=True, text=True, cwd=ROOT
         )

@@ -100,6 +100,23 @@ def _every_h_near_this_d_model(panel, setting: dict[str, int], radius: int):
 _SELECTIONS = (widgets.ToggleButtons, widgets.SelectionSlider)  # labels shown, index synced
 
 
+def _describe(widget: widgets.Widget, controls: dict[str, widgets.Widget]) -> dict:
+    """A control as a page without a kernel draws it: which view trait it moves, its range or
+    its options' labels, its description; anything else as its text, marked as needing Python."""
+    name = next((n for n, c in controls.items() if c is widget), None)
+    common = {"name": name, "description": getattr(widget, "description", "")}
+    if isinstance(widget, widgets.ToggleButtons):
+        return {**common, "kind": "buttons", "options": list(widget._options_labels),
+                "value": widget.index}  # fmt: skip
+    if isinstance(widget, widgets.SelectionSlider):
+        return {**common, "kind": "selection", "options": list(widget._options_labels),
+                "value": widget.index}  # fmt: skip
+    if isinstance(widget, widgets.IntSlider) and name:
+        return {**common, "kind": "slider", "min": widget.min, "max": widget.max,
+                "step": widget.step, "value": widget.value}  # fmt: skip
+    return {**common, "kind": "python", "value": str(getattr(widget, "value", ""))}
+
+
 # where a panel is drawn, after its name, in the line shown where it is not (yet) drawn
 WHERE = ": in the notebook view once this cell runs; a slideshow shows only this line"
 
@@ -188,6 +205,18 @@ class _Panel(widgets.VBox):
         except Exception as err:  # noqa: BLE001
             frame = Frame(error=f"Unexpected {type(err).__name__}: {err}")
         self.view.add_frame(key, frame)
+
+    def static_state(self) -> dict:
+        """The panel for a page with no kernel (`helpers.site`): the frames of every setting its
+        controls can reach (computed and checked as in the notebook), the view's state, and its
+        controls row by row. Text boxes and other inputs that need Python are described as such."""
+        for setting in self._reachable(self.setting, 10**6):
+            self._ensure(setting)
+        rows = []
+        for row in self.children[:-1]:
+            items = row.children if isinstance(row, widgets.Box) else (row,)
+            rows.append([_describe(item, self.controls) for item in items])
+        return {"kind": "panel", "what": self.WHAT, "rows": rows, **self.view.static_state()}
 
     def _reachable(self, setting: dict[str, int], radius: int) -> Iterator[dict[str, int]]:
         raise NotImplementedError

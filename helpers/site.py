@@ -1,0 +1,338 @@
+"""The course as a static site: `python -m helpers.course site` (or `make site`) writes site/,
+an index and one page per notebook, in course order, that open from any static web server or
+straight from the disk (file://), with nothing fetched from elsewhere.
+
+A page is the committed notebook as JupyterLab shows it (nbconvert's `lab` template: markdown,
+maths, code, outputs and figures), with MathJax 3 from npm (fetched once, pinned). Its
+panels still work: the build runs the notebook's code here, in this process, up to each panel,
+asks the panel for the frames of every setting its controls can reach (the same code and checks
+as in JupyterLab, `_Panel.static_state`), and the page draws them with the course's own
+attention_view.js; moving a slider, hovering, clicking, the lines mode, the keyboard and saving
+the view work as in the notebook. What needs Python (12's text box) says so, with how to run the
+notebook for real. The build prints the size of every page and its time, against budgets.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import html
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS = Path(__file__).resolve().parent / "site_assets"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+# budgets the build checks (issue 26): what a course site may weigh and take
+MAX_SITE_MB, MAX_PAGE_MB, MAX_BUILD_S = 60, 10, 180
+# MathJax 3's TeX-to-SVG bundle: one file with its fonts inside (pinned in site_assets/package.json,
+# fetched once with npm): pages typeset without loading fonts, so from file:// too
+MATHJAX = ASSETS / "node_modules" / "mathjax" / "es5" / "tex-svg-full.js"
+
+
+@dataclass
+class Page:
+    name: str  # 03_per_head_projections
+    title: str  # the notebook's first heading
+    panels: list[dict]  # what each widget output shows, in order
+    seconds: float = 0.0
+
+
+def title_of(notebook: dict) -> str:
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""
+
+
+def widget_outputs(notebook: dict) -> list[tuple[int, int]]:
+    """(cell, output) of every widget shown, in order."""
+    return [
+        (i, j)
+        for i, cell in enumerate(notebook["cells"])
+        for j, output in enumerate(cell.get("outputs", []))
+        if WIDGET in output.get("data", {})
+    ]
+
+
+# --- running a notebook's code here, to rebuild its panels ---------------------------------------
+
+
+class _Shown:
+    """Collects the widgets a cell shows (display() calls, then its last value), in order."""
+
+    def __init__(self):
+        self.models: list[str] = []
+
+    def publish(self, data, metadata=None, **kwargs):
+        if WIDGET in data:
+            self.models.append(data[WIDGET]["model_id"])
+
+    def clear_output(self, wait=False):
+        pass
+
+
+def run_panels(path: Path) -> list[object]:
+    """Run a notebook's code cells in order, here, and return the widget objects its outputs
+    show, in the order of its widget outputs. Raises with the cell if one fails."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import ipywidgets
+    from IPython.core.interactiveshell import InteractiveShell
+
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=True)
+    shown = _Shown()
+    publisher = shell.display_pub
+    shell.display_pub = shown
+    shell.display_pub.is_publishing = False
+    registry = ipywidgets.widgets.widget._instances
+    os.environ["JPY_SESSION_NAME"] = path.name  # the view's name: saved files say the notebook
+    here = Path.cwd()
+    widgets = []
+    try:
+        os.chdir(path.parent)
+        for i, cell in enumerate(notebook["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            shown.models.clear()
+            with (
+                contextlib.redirect_stdout(io.StringIO()),
+                contextlib.redirect_stderr(io.StringIO()),
+            ):
+                result = shell.run_cell("".join(cell["source"]), store_history=False, silent=False)
+            if not result.success:
+                error = result.error_in_exec or result.error_before_exec
+                raise RuntimeError(f"{path.name}, cell {i}: {type(error).__name__}: {error}")
+            ids = list(shown.models)
+            value = result.result
+            if isinstance(value, ipywidgets.Widget):
+                ids.append(value.model_id)
+            expected = sum(WIDGET in o.get("data", {}) for o in cell.get("outputs", []))
+            if len(ids) != expected:
+                raise RuntimeError(
+                    f"{path.name}, cell {i}: the committed notebook shows {expected} widget(s) "
+                    f"here and running it showed {len(ids)}: run `make notebooks` first"
+                )
+            widgets += [registry[m] for m in ids]
+    finally:
+        os.chdir(here)
+        shell.display_pub = publisher
+        os.environ.pop("JPY_SESSION_NAME", None)
+    return widgets
+
+
+def panel_state(widget) -> dict:
+    """What a page needs to show one widget: a panel's frames for every setting, or a training
+    curve's last line and picture."""
+    from helpers.panels.base import _Panel
+    from helpers.panels.induction import TrainingView
+
+    if isinstance(widget, _Panel):
+        return widget.static_state()
+    if isinstance(widget, TrainingView):
+        return {
+            "kind": "picture",
+            "line": widget.line.value,
+            "png": base64.b64encode(widget.picture.value).decode("ascii"),
+            "width": widget.picture.layout.width or "",
+            "alt": "the training curve: the loss on the first copy and on the repeat, per step",
+        }
+    raise TypeError(f"the site cannot show a {type(widget).__name__}")
+
+
+# --- writing the pages ----------------------------------------------------------------------------
+
+
+def _placeholder(n: int, text: str) -> dict:
+    waiting = html.escape(f"{text} (this page draws it with JavaScript)")
+    return {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {
+            "text/html": f'<div class="course-site-host" data-course-panel="{n}">'
+            f'<p class="course-site-waiting">{waiting}</p></div>',
+            "text/plain": text,
+        },
+    }
+
+
+def _nav(pages: list[Page], i: int | None, live: str) -> str:
+    links = ['<a href="index.html">the course</a>']
+    if i is not None:
+        if i > 0:
+            links.append(
+                f'<a href="{pages[i - 1].name}.html">← {html.escape(pages[i - 1].name)}</a>'
+            )
+        if i + 1 < len(pages):
+            links.append(
+                f'<a href="{pages[i + 1].name}.html">{html.escape(pages[i + 1].name)} →</a>'
+            )
+    links.append(f'<span class="course-site-live">{live}</span>')
+    return "".join(links)
+
+
+def live_links(name: str | None, binder: str | None) -> str:
+    """How to run a notebook for real: on Binder (when the repository is known), or locally."""
+    local = "locally: <code>python -m helpers.course lab</code> (or <code>make lab</code>)"
+    if not binder:
+        return f"Run it live {local}"
+    target = f"lab/tree/notebooks/{name}.ipynb" if name else "lab/tree/notebooks"
+    url = f"https://mybinder.org/v2/gh/{binder}/HEAD?urlpath={target}"
+    return f'Run it live <a href="{html.escape(url)}">on Binder</a> or {local}'
+
+
+def fetch_mathjax() -> Path:
+    """MathJax from npm, once (`npm ci` in site_assets/, as package-lock.json pins it)."""
+    if not MATHJAX.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit(
+                "The site needs MathJax 3.2.2 from npm once, and npm is not installed: install "
+                "Node.js (https://nodejs.org, or your system's package manager), then run this "
+                "again."
+            )
+        print("  MathJax 3.2.2 from npm (once) ...", flush=True)
+        command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"]
+        subprocess.run(command, cwd=ASSETS, check=True, stdout=subprocess.DEVNULL)
+    return MATHJAX
+
+
+def copy_assets(out: Path) -> None:
+    static = out / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(fetch_mathjax(), static / "tex-svg-full.js")
+    view = (ROOT / "helpers" / "attention_view.js").read_text(encoding="utf-8")
+    # the same module as a classic script: pages opened from file:// cannot import modules
+    classic = view.replace("export default { render };", "window.CourseAttentionView = { render };")
+    if classic == view:
+        raise RuntimeError("attention_view.js no longer ends with `export default { render };`")
+    (static / "attention_view.js").write_text(f"(function () {{\n{classic}\n}})();\n", "utf-8")
+    shutil.copy2(ROOT / "helpers" / "attention_view.css", static / "attention_view.css")
+    for name in ("loader.js", "site.css"):
+        shutil.copy2(ASSETS / name, static / name)
+
+
+def render_page(path: Path, page: Page, nav: str, live: str, out: Path) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    notebook = nbformat.read(path, as_version=4)
+    for n, (i, j) in enumerate(widget_outputs(notebook)):
+        text = "".join(notebook.cells[i].outputs[j]["data"].get("text/plain", ""))
+        notebook.cells[i].outputs[j] = nbformat.from_dict(_placeholder(n, text.split(":")[0]))
+    exporter = HTMLExporter(
+        extra_template_basedirs=[str(ASSETS)],
+        template_name="course_site",
+        exclude_anchor_links=True,
+    )
+    panels = f"{page.name}.panels.js"
+    resources = {"course_nav": nav, "course_panels": panels, "metadata": {"name": page.title}}
+    body, _ = exporter.from_notebook_node(notebook, resources=resources)
+    (out / f"{page.name}.html").write_text(body, encoding="utf-8")
+    live_js = json.dumps(live)
+    data = json.dumps(page.panels, separators=(",", ":"))
+    (out / panels).write_text(
+        f"window.COURSE_LIVE = {live_js};\nwindow.COURSE_PANELS = {data};\n", encoding="utf-8"
+    )
+
+
+def render_index(pages: list[Page], out: Path, live: str) -> None:
+    items = "".join(
+        f'<li><a href="{p.name}.html">{html.escape(p.name)}</a>: {html.escape(p.title)}'
+        + (f" ({len(p.panels)} panel{'s' * (len(p.panels) > 1)})" if p.panels else "")
+        + "</li>"
+        for p in pages
+    )
+    body = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<title>Multi-head attention, from one head to the fused matrix</title>
+<link rel="stylesheet" href="_static/site.css"></head>
+<body><nav class="course-site-nav"><span class="course-site-live">{live}</span></nav>
+<div class="course-site-index">
+<h1>Multi-head attention, from one head to the fused matrix</h1>
+<p>Every notebook of the course as it runs, with its outputs and figures. The panels work on
+these pages without Python: their maps for every setting of their sliders were computed when the
+site was built, by the same code and checks as in the notebook. Exercises and free text need the
+notebook itself.</p>
+<ol start="0">{items}</ol></div></body></html>
+"""
+    (out / "index.html").write_text(body, encoding="utf-8")
+
+
+def build(out: Path = ROOT / "site", binder: str | None = None, only: list[str] | None = None):
+    """Write the site; returns the pages. `only`: notebook names (tests build a few)."""
+    import torch
+
+    start = time.monotonic()
+    torch.set_num_threads(1)
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    if only:
+        paths = [p for p in paths if p.stem in only or p.name in only]
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    copy_assets(out)
+    pages = []
+    for path in paths:
+        began = time.monotonic()
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        panels = []
+        if widget_outputs(notebook):
+            panels = [panel_state(w) for w in run_panels(path)]
+        pages.append(Page(path.stem, title_of(notebook), panels, time.monotonic() - began))
+    for i, (path, page) in enumerate(zip(paths, pages)):
+        began = time.monotonic()
+        live = live_links(page.name, binder)
+        render_page(path, page, _nav(pages, i, live), live, out)
+        page.seconds += time.monotonic() - began
+        size = sum(f.stat().st_size for f in out.glob(f"{page.name}.*"))
+        print(f"  {page.name:34} {size / 1e6:5.1f} MB  {page.seconds:5.1f} s", flush=True)
+    render_index(pages, out, live_links(None, binder))
+    report(out, pages, time.monotonic() - start)
+    return pages
+
+
+def report(out: Path, pages: list[Page], seconds: float) -> None:
+    """Print the sizes and the time against the budgets; stop if one is over."""
+    total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 1e6
+    largest = max(
+        (sum(f.stat().st_size for f in out.glob(f"{p.name}.*")) / 1e6, p.name) for p in pages
+    )
+    lines = [
+        f"site/: {total:.1f} MB (budget {MAX_SITE_MB}); largest page {largest[1]} "
+        f"{largest[0]:.1f} MB with its panels (budget {MAX_PAGE_MB}); built in {seconds:.0f} s "
+        f"(budget {MAX_BUILD_S})"
+    ]
+    over = total > MAX_SITE_MB or largest[0] > MAX_PAGE_MB or seconds > MAX_BUILD_S
+    print(("✗ " if over else "✓ ") + lines[0], flush=True)
+    if over:
+        raise SystemExit(1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.site", description=__doc__)
+    parser.add_argument("--out", type=Path, default=ROOT / "site")
+    parser.add_argument("--binder", default=os.environ.get("COURSE_BINDER"),
+                        help="owner/repository on GitHub, for the pages' Binder links")  # fmt: skip
+    parser.add_argument("only", nargs="*", help="notebook names (default: all)")
+    args = parser.parse_args(argv)
+    build(args.out, args.binder, args.only or None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

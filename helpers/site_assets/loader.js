@@ -1,0 +1,154 @@
+// The course's panels on a page with no kernel (helpers.site). Each panel gets its controls and
+// its view, drawn by the course's own attention_view.js from the frames the page carries
+// (window.COURSE_PANELS, written by the build with the same code and checks as the notebook).
+// A control moves the view's trait as jslink does in JupyterLab; nothing is computed here.
+(function () {
+  "use strict";
+
+  function bytes(base64) {
+    const text = atob(base64);
+    const out = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+    return new DataView(out.buffer);
+  }
+
+  // What attention_view.js asks of its model: get, set + save_changes, on/off, send.
+  function pageModel(traits, buffer) {
+    const state = { ...traits, buffer };
+    const listeners = {};
+    return {
+      get: (name) => state[name],
+      set(name, value) {
+        if (state[name] === value) return;
+        state[name] = value;
+        for (const f of (listeners[`change:${name}`] || []).slice()) f();
+      },
+      save_changes() {},
+      send() {}, // no kernel to ask: every frame is on the page already
+      on(event, f) {
+        (listeners[event] = listeners[event] || []).push(f);
+      },
+      off(event, f) {
+        listeners[event] = (listeners[event] || []).filter((g) => g !== f);
+      },
+    };
+  }
+
+  function element(tag, className, parent) {
+    const e = document.createElement(tag);
+    if (className) e.className = className;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+
+  function labelled(control, row) {
+    const box = element("div", "widget-inline-hbox course-site-control", row);
+    const label = element("label", "widget-label", box);
+    label.textContent = control.description;
+    return box;
+  }
+
+  // a slider (IntSlider, or SelectionSlider over its options' indices) with its readout
+  function slider(control, model, row) {
+    const box = labelled(control, row);
+    box.classList.add("widget-slider");
+    const input = element("input", "course-site-range", box);
+    const options = control.options;
+    Object.assign(input, {
+      type: "range",
+      min: options ? 0 : control.min,
+      max: options ? options.length - 1 : control.max,
+      step: options ? 1 : control.step,
+      value: control.value,
+    });
+    input.setAttribute("aria-label", control.description);
+    input.dataset.control = control.name;
+    const readout = element("output", "widget-readout", box);
+    const show = (value) => {
+      readout.textContent = options ? options[value] : String(value);
+      input.setAttribute("aria-valuetext", readout.textContent);
+    };
+    show(control.value);
+    input.addEventListener("input", () => {
+      show(Number(input.value));
+      model.set(control.name, Number(input.value));
+    });
+  }
+
+  function buttons(control, model, row) {
+    const box = labelled(control, row);
+    const group = element("div", "widget-toggle-buttons", box);
+    group.setAttribute("role", "group");
+    group.setAttribute("aria-label", control.description);
+    const all = control.options.map((text, i) => {
+      const b = element("button", "widget-toggle-button jupyter-button", group);
+      b.type = "button";
+      b.textContent = text;
+      b.dataset.control = control.name;
+      b.addEventListener("click", () => {
+        model.set(control.name, i);
+        all.forEach((other, j) => {
+          other.classList.toggle("mod-active", j === i);
+          other.setAttribute("aria-pressed", String(j === i));
+        });
+      });
+      b.classList.toggle("mod-active", i === control.value);
+      b.setAttribute("aria-pressed", String(i === control.value));
+      return b;
+    });
+  }
+
+  // an input that needs Python (12's text box): shown as it was, with where it works
+  function needsPython(control, row, live) {
+    const box = labelled(control, row);
+    const input = element("input", "course-site-frozen", box);
+    Object.assign(input, { type: "text", value: control.value, disabled: true });
+    const note = element("span", "course-site-note", box);
+    note.innerHTML = `another ${control.description || "input"} needs the live notebook (${live})`;
+  }
+
+  function mountPanel(host, data) {
+    const panel = element("div", "course-panel course-site-panel-body", host);
+    const model = pageModel(data.traits, bytes(data.buffer));
+    for (const items of data.rows) {
+      const row = element("div", "widget-hbox course-site-row", panel);
+      for (const control of items) {
+        if (control.kind === "slider" || control.kind === "selection") slider(control, model, row);
+        else if (control.kind === "buttons") buttons(control, model, row);
+        else needsPython(control, row, window.COURSE_LIVE || "run it with `make lab`");
+      }
+    }
+    const el = element("div", "course-site-view", panel);
+    window.CourseAttentionView.render({ model, el });
+    host.model = model;
+  }
+
+  // a training curve: its last line and picture, as the notebook showed them when it finished
+  function mountPicture(host, data) {
+    const body = element("div", "course-site-picture", host);
+    element("div", "course-site-line", body).textContent = data.line;
+    const img = element("img", "", body);
+    img.src = `data:image/png;base64,${data.png}`;
+    img.alt = data.alt;
+    img.style.width = data.width;
+  }
+
+  function mount() {
+    for (const host of document.querySelectorAll("[data-course-panel]")) {
+      const data = (window.COURSE_PANELS || [])[Number(host.dataset.coursePanel)];
+      const waiting = host.querySelector(".course-site-waiting");
+      try {
+        if (!data) throw new Error("its frames are missing from this page");
+        if (data.kind === "picture") mountPicture(host, data);
+        else mountPanel(host, data);
+        if (waiting) waiting.remove();
+      } catch (err) {
+        if (waiting) waiting.textContent = `✗ This panel could not be drawn here (${err}); it works in the live notebook.`;
+      }
+    }
+    window.COURSE_PANELS_READY = performance.now();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mount);
+  else mount();
+})();

@@ -1,0 +1,128 @@
+"""helpers.site: the static site's pages carry every notebook's cells and outputs, nothing from
+elsewhere, and each panel's frames for every setting its controls reach, equal to what the live
+panel computes; a training curve as its last picture; budgets that stop the build. Built here for
+four notebooks (the whole site: `make site`, 82 s; the browser side: tests/browser/test_site.py)."""
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import site
+from helpers.panels import HeadsExplorer
+
+PAGES = ["00_setup_check", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    pages = site.build(out, only=PAGES)
+    return out, {p.name: p for p in pages}
+
+
+def panels_of(out, name):
+    text = (out / f"{name}.panels.js").read_text(encoding="utf-8")
+    return json.loads(re.search(r"window\.COURSE_PANELS = (.*);\n", text).group(1))
+
+
+def maps_of(panel, key):
+    """The (h, T, T) weights a page holds for one setting, decoded as the browser does."""
+    traits = panel["traits"]
+    block = traits["blocks"][traits["frames"][key]["block"]]
+    data = np.frombuffer(base64.b64decode(panel["buffer"]), dtype=np.float32)
+    chunk = data[block["offset"] : block["offset"] + block["size"]]
+    return torch.from_numpy(chunk.copy()).view(block["h"], len(block["rows"]), len(block["cols"]))
+
+
+def test_the_index_lists_the_pages_in_course_order_and_every_page_exists(built):
+    out, pages = built
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'href="(\d\d_\w+)\.html"', index) == PAGES
+    for name in PAGES:
+        page = (out / f"{name}.html").read_text(encoding="utf-8")
+        assert pages[name].title and pages[name].title in page
+
+
+def test_pages_load_nothing_from_elsewhere(built):
+    out, _ = built
+    for name in PAGES:
+        page = (out / f"{name}.html").read_text(encoding="utf-8")
+        loaded = re.findall(r'<(?:script|link|img)[^>]*(?:src|href)="([^"]+)"', page)
+        assert loaded and not [u for u in loaded if re.match(r"(https?:)?//", u)], loaded
+        assert "require.js" not in page and "cdnjs" not in page and "unpkg" not in page
+    view = (out / "_static" / "attention_view.js").read_text(encoding="utf-8")
+    assert "window.CourseAttentionView = { render };" in view and "export default" not in view
+    assert (out / "_static" / "tex-svg-full.js").stat().st_size > 1_000_000
+
+
+def test_a_page_shows_each_widget_as_a_host_for_its_panel(built):
+    out, _ = built
+    page = (out / "03_per_head_projections.html").read_text(encoding="utf-8")
+    assert page.count('data-course-panel="') == 1 and "the h and d_model panel" in page
+    assert re.search(r"In(&nbsp;|\s)\[8\]", page)  # the committed run's prompt, not a new one
+
+
+def test_the_panels_frames_cover_every_setting_and_equal_the_live_panel(built):
+    out, _ = built
+    (panel,) = panels_of(out, "03_per_head_projections")
+    frames = panel["traits"]["frames"]
+    assert len(frames) == 16 * 64  # h = 1 .. 16, d_model = 8 .. 512 by 8
+    assert "not divisible by h = 3" in frames["d_model=64|h=3"]["error"]
+    assert [c["name"] for row in panel["rows"] for c in row] == ["h", "d_model"]
+    for h, d_model in [(4, 64), (8, 512), (1, 8)]:
+        live = HeadsExplorer(h=4, d_model=64)
+        live.h_slider.value, live.d_model_slider.value = h, d_model
+        torch.testing.assert_close(maps_of(panel, f"d_model={d_model}|h={h}"), live.maps)
+
+
+def test_a_control_that_needs_python_is_marked_and_buttons_keep_their_labels(built):
+    out, _ = built
+    (real,) = panels_of(out, "12_real_model_heads")
+    kinds = {c["name"] or c["description"]: c["kind"] for row in real["rows"] for c in row}
+    assert kinds == {"text": "python", "layer": "slider", "head": "slider"}
+    assert len(real["traits"]["frames"]) == 6 * 12  # every layer and head of MiniLM
+    (shared,) = panels_of(out, "15_shared_kv")
+    (buttons,) = [c for row in shared["rows"] for c in row]
+    assert buttons["kind"] == "buttons" and len(buttons["options"]) == len(
+        shared["traits"]["frames"]
+    )
+    assert shared["traits"]["name"] == "15_shared_kv"  # saved views say the notebook
+
+
+def test_a_training_curve_becomes_its_last_picture():
+    from helpers.induction import train_copying
+    from helpers.panels.induction import TrainingView
+
+    view = TrainingView(steps=20, every=10)
+    train_copying(num_layers=1, steps=20, seed=0, on_step=view.update)
+    state = site.panel_state(view)
+    assert state["kind"] == "picture" and state["line"].startswith("step 20 of 20")
+    assert base64.b64decode(state["png"])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_notebook_whose_widgets_changed_since_it_ran_is_refused(tmp_path):
+    shown = {site.WIDGET: {"model_id": "m"}, "text/plain": "panel"}
+    output = {"output_type": "display_data", "metadata": {}, "data": shown}
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "x = 1",
+            "outputs": [output]}  # fmt: skip
+    path = tmp_path / "99_stale.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))  # fmt: skip
+    with pytest.raises(
+        RuntimeError, match=r"99_stale.ipynb, cell 0: .* shows 1 widget.*make notebooks"
+    ):
+        site.run_panels(path)
+
+
+def test_the_budgets_stop_a_site_that_is_too_big(built, monkeypatch, capsys):
+    out, pages = built
+    site.report(out, list(pages.values()), seconds=10)
+    assert capsys.readouterr().out.startswith("✓ site/:")
+    monkeypatch.setattr(site, "MAX_PAGE_MB", 0.5)
+    with pytest.raises(SystemExit):
+        site.report(out, list(pages.values()), seconds=10)
+    assert "✗ site/:" in capsys.readouterr().out
