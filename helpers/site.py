@@ -258,7 +258,7 @@ def render_index(pages: list[Page], out: Path, live: str) -> None:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <title>Multi-head attention, from one head to the fused matrix</title>
-<link rel="stylesheet" href="_static/site.css"></head>
+<link rel="icon" href="data:,"><link rel="stylesheet" href="_static/site.css"></head>
 <body><nav class="course-site-nav"><span class="course-site-live">{live}</span></nav>
 <div class="course-site-index">
 <h1>Multi-head attention, from one head to the fused matrix</h1>

@@ -1,0 +1,150 @@
+"""The static site in Chromium, with no kernel anywhere: every page loads with no console error
+and no request beyond its own folder, from a plain static server and from file://; maths are
+typeset; a panel's controls move through their range, and the weights a hovered cell shows equal
+what helpers computes for that setting; buttons, the lines mode and saving work as in JupyterLab;
+what needs Python says so."""
+
+import functools
+import http.server
+import threading
+
+import pytest
+
+from helpers import site
+from helpers.panels import HeadsExplorer, SharedKVExplorer
+from tests.browser.lab import SCREENSHOTS, chromium_page
+
+PAGES = ["01_self_attention", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    site.build(out, only=PAGES)
+    return out
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server(built):
+    handler = functools.partial(_Quiet, directory=str(built))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture
+def browser():
+    """A 1280x720 page that records console errors and every request outside the site."""
+    with chromium_page(1280, 720) as page:
+        page.errors, page.outside, page.home = [], [], ""
+        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: page.errors.append(str(e)))
+        page.on(
+            "request",
+            lambda r: (
+                None
+                if r.url.startswith((page.home, "data:", "blob:"))
+                else page.outside.append(r.url)
+            ),
+        )
+        yield page
+
+
+def open_page(page, base: str, name: str):
+    page.home = base
+    page.goto(f"{base}/{name}.html")
+    if name != "index":
+        page.wait_for_function("window.COURSE_PANELS_READY !== undefined", timeout=20_000)
+        page.wait_for_function("document.querySelectorAll('mjx-container').length > 0")
+    return page.locator(".course-site-view")
+
+
+@pytest.mark.parametrize("where", ["server", "file"])
+def test_every_page_loads_with_no_error_and_nothing_from_elsewhere(browser, server, built, where):
+    base = server if where == "server" else built.as_uri()
+    for name in ["index", *PAGES]:
+        views = open_page(browser, base, name)
+        for i in range(views.count()):
+            assert views.nth(i).get_attribute("data-state") == "ok", (name, i)
+        assert browser.locator(".course-site-waiting").count() == 0, name
+    assert browser.errors == [] and browser.outside == []
+    browser.goto(f"{base}/03_per_head_projections.html")
+    browser.wait_for_function("document.querySelectorAll('mjx-container').length > 30")
+    assert "$W" not in browser.inner_text("body")  # typeset, not left as TeX
+
+
+def hover_weight(page, view, head, q, k) -> str:
+    centre = view.evaluate(f"el => el.attentionView.cellCenter({head}, {q}, {k})")
+    page.mouse.move(centre["x"], centre["y"])
+    tooltip = view.locator(".av-tooltip")
+    tooltip.wait_for(state="visible")
+    return tooltip.inner_text().rsplit(" · ", 1)[1]
+
+
+def test_sliders_move_through_their_range_and_show_what_helpers_computes(browser, server):
+    view = open_page(browser, server, "03_per_head_projections")
+    view.scroll_into_view_if_needed()
+    h, d_model = (browser.locator(f"input[data-control='{n}']") for n in ("h", "d_model"))
+    live = HeadsExplorer(h=4, d_model=64)
+    for key, setting in [("End", (16, 64)), ("Home", (1, 64)), ("ArrowRight", (2, 64))]:
+        h.focus()
+        h.press(key)
+        assert view.get_attribute("data-key") == f"d_model={setting[1]}|h={setting[0]}"
+        live.h_slider.value = setting[0]
+        maps = live.maps
+        assert view.get_attribute("data-state") == "ok"
+        for head, q, k in [(0, 1, 2), (setting[0] - 1, 6, 0)]:
+            assert hover_weight(browser, view, head, q, k) == f"{float(maps[head, q, k]):.3f}"
+    h.focus()
+    h.press("ArrowRight")  # h = 3 at d_model = 64: impossible, said so, the last maps greyed
+    assert view.get_attribute("data-state") == "error"
+    assert "not divisible by h = 3" in view.locator(".av-message").inner_text()
+    d_model.focus()
+    d_model.press("End")
+    assert view.get_attribute("data-key") == "d_model=512|h=3"
+    assert browser.locator("output.widget-readout").nth(1).inner_text() == "512"
+    view.screenshot(path=SCREENSHOTS / "site_03_panel.png")
+    assert browser.errors == []
+
+
+def test_buttons_lines_and_saving_work_as_in_jupyterlab(browser, server):
+    view = open_page(browser, server, "15_shared_kv")
+    view.scroll_into_view_if_needed()
+    buttons = browser.locator("button.widget-toggle-button")
+    live = SharedKVExplorer(h=8, d_model=64)
+    last = buttons.count() - 1
+    buttons.nth(last).click()  # one K/V head for all (MQA)
+    assert view.get_attribute("data-key") == f"kv={last}"
+    assert buttons.nth(last).get_attribute("aria-pressed") == "true"
+    live.kv_buttons.index = last
+    assert hover_weight(browser, view, 7, 2, 1) == f"{float(live.maps[7, 2, 1]):.3f}"
+    view.locator("button.av-mode:text-is('lines (query → key)')").click()
+    assert view.get_attribute("data-mode") == "lines"
+    assert view.evaluate("el => el.attentionView.legendSize()") == 1  # the 8 heads share K and V
+    svg = view.evaluate("el => el.attentionView.exportSvg()")
+    assert svg.count('<g class="head"') == 8
+    assert (
+        view.evaluate("el => el.attentionView.exportName('svg')")
+        == f"15_shared_kv_kv{last}_lines.svg"
+    )
+    assert browser.errors == []
+
+
+def test_what_needs_python_says_so(browser, server):
+    view = open_page(browser, server, "12_real_model_heads")
+    text = browser.locator("input.course-site-frozen")
+    assert (
+        text.is_disabled() and text.input_value() == "The cat sat on the mat because it was warm."
+    )
+    assert "needs the live notebook" in browser.locator(".course-site-note").inner_text()
+    layer = browser.locator("input[data-control='layer']")
+    layer.focus()
+    layer.press("ArrowRight")
+    assert view.get_attribute("data-key") == "layer=1|head=2"
+    assert view.get_attribute("data-state") == "ok"
