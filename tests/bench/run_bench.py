@@ -5,6 +5,8 @@ A benchmark, not a test: it never fails on a time; it reports each figure agains
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import platform
@@ -175,7 +177,64 @@ def first_visits_in_browser() -> dict:
     return {name: {**_summary(rows), "visits": rows} for name, rows in results.items()}
 
 
-# each a different number of tokens from the one before: the note ("N tokens; ...") tells them apart
+def site_pages() -> dict:
+    """The static site (helpers.site) from a local server: when a page's panels are ready (ms
+    after navigation starts, target <= 1500), and key press -> new maps painted on 03's and 17's
+    sliders and 15's buttons, no kernel anywhere (target: median <= 20 ms)."""
+    import functools
+    import http.server
+    import tempfile
+    import threading
+
+    from helpers import site
+    from tests.browser.lab import chromium_page
+
+    pages = ["03_per_head_projections", "04_block_matrix", "12_real_model_heads", "15_shared_kv",
+             "17_w_qk_and_w_ov"]  # fmt: skip
+    results: dict = {"ready_ms": {}}
+    with tempfile.TemporaryDirectory() as out:
+        with contextlib.redirect_stdout(io.StringIO()):
+            site.build(Path(out), only=pages)
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Quiet, directory=out)
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        with chromium_page() as page:
+            for name in pages:
+                page.goto(f"{base}/{name}.html")
+                page.wait_for_function("window.COURSE_PANELS_READY !== undefined")
+                results["ready_ms"][name] = page.evaluate("window.COURSE_PANELS_READY")
+            for name, control, key, times in [
+                ("03_per_head_projections", "d_model", "ArrowRight", (480 - 64) // 8),
+                ("03_per_head_projections", "h", "ArrowRight", 12),
+                ("17_w_qk_and_w_ov", "d_model", "ArrowRight", 12),
+            ]:
+                page.goto(f"{base}/{name}.html")
+                page.wait_for_function("window.COURSE_PANELS_READY !== undefined")
+                page.evaluate(RECORDER)
+                slider = page.locator(f"input[data-control='{control}']").first
+                slider.focus()
+                for _ in range(times):
+                    slider.press(key)
+                    page.wait_for_timeout(60)
+                results[f"{name[:2]} {control}"] = _summary(_take(page))
+            page.goto(f"{base}/15_shared_kv.html")
+            page.wait_for_function("window.COURSE_PANELS_READY !== undefined")
+            page.evaluate(RECORDER)
+            for i in (1, 2, 3):
+                page.locator("button.widget-toggle-button").nth(i).click()
+                page.wait_for_timeout(60)
+            results["15 K/V buttons"] = _summary(_take(page))
+        httpd.shutdown()
+    return results
+
+
+# each a different number of tokens from the one before: the note ("N tokens; ...") tells them apart# each a different number of tokens from the one before: the note ("N tokens; ...") tells them apart
 SENTENCES = [
     "A dog slept under the old wooden table.",
     "She gave him the book because he asked for it.",
@@ -353,6 +412,17 @@ def main() -> None:
             )
     else:
         print("\nfirst visits: skipped, no /usr/bin/chromium (apt-get install -y chromium)")
+
+    if os.path.exists("/usr/bin/chromium"):
+        results["site"] = site = site_pages()
+        print("\nthe static site from a local server, no kernel: panels ready after navigation "
+              "(target <= 1500 ms); press/click -> new maps painted (target median <= 20 ms)")  # fmt: skip
+        for name, ms in site["ready_ms"].items():
+            print(f"  {name:<28} ready {ms:6.0f} ms")
+        for name, v in site.items():
+            if name != "ready_ms":
+                print(f"  {name:<16} n={v['n']:>2}  min {v['min_ms']:5.1f}  median "
+                      f"{v['median_ms']:5.1f}  p95 {v['p95_ms']:5.1f} ms")  # fmt: skip
 
     results["nbval_suite"] = s = nbval_suite()
     print(
