@@ -82,9 +82,10 @@ class _Shown:
         pass
 
 
-def run_panels(path: Path) -> list[object]:
+def run_panels(path: Path) -> tuple[list[object], dict]:
     """Run a notebook's code cells in order, here, and return the widget objects its outputs
-    show, in the order of its widget outputs. Raises with the cell if one fails."""
+    show, in the order of its widget outputs, and the notebook's variables. Raises with the cell
+    if one fails."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     import ipywidgets
     from IPython.core.interactiveshell import InteractiveShell
@@ -129,15 +130,22 @@ def run_panels(path: Path) -> list[object]:
         os.chdir(here)
         shell.display_pub = publisher
         os.environ.pop("JPY_SESSION_NAME", None)
-    return widgets
+    return widgets, dict(shell.user_ns)
 
 
-def panel_state(widget) -> dict:
+def panel_state(widget, variables: dict | None = None) -> dict:
     """What a page needs to show one widget: a panel's frames for every setting, or a training
-    curve's last line and picture."""
+    curve's last line and picture. MiniLM's panel (12) also carries the frames of the sentences
+    the notebook measures (its `texts`), which the page offers in place of a free text."""
     from helpers.panels.base import _Panel
     from helpers.panels.induction import TrainingView
+    from helpers.panels.real_heads import RealHeadsExplorer
 
+    if isinstance(widget, RealHeadsExplorer):
+        return {
+            **widget.static_state(),
+            "presets": _sentences(widget, (variables or {}).get("texts", [])),
+        }
     if isinstance(widget, _Panel):
         return widget.static_state()
     if isinstance(widget, TrainingView):
@@ -149,6 +157,19 @@ def panel_state(widget) -> dict:
             "alt": "the training curve: the loss on the first copy and on the repeat, per step",
         }
     raise TypeError(f"the site cannot show a {type(widget).__name__}")
+
+
+def _sentences(panel, texts: list[str]) -> list[dict]:
+    """The panel's frames for its own sentence, then for each of `texts` (every layer and head);
+    the panel is left on its own sentence."""
+    first, presets = panel.text.value, []
+    for text in [first, *texts]:
+        panel.text.value = text  # the panel encodes it and computes every frame, as in class
+        view = panel.static_state()
+        presets.append({"text": text, "buffer": view["buffer"],
+                        **{k: view["traits"][k] for k in ("frames", "blocks")}})  # fmt: skip
+    panel.text.value = first
+    return presets
 
 
 # --- writing the pages ----------------------------------------------------------------------------
@@ -290,7 +311,8 @@ def build(out: Path = ROOT / "site", binder: str | None = None, only: list[str] 
         notebook = json.loads(path.read_text(encoding="utf-8"))
         panels = []
         if widget_outputs(notebook):
-            panels = [panel_state(w) for w in run_panels(path)]
+            widgets, variables = run_panels(path)
+            panels = [panel_state(w, variables) for w in widgets]
         pages.append(Page(path.stem, title_of(notebook), panels, time.monotonic() - began))
     for i, (path, page) in enumerate(zip(paths, pages)):
         began = time.monotonic()

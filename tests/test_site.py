@@ -85,6 +85,10 @@ def test_a_control_that_needs_python_is_marked_and_buttons_keep_their_labels(bui
     kinds = {c["name"] or c["description"]: c["kind"] for row in real["rows"] for c in row}
     assert kinds == {"text": "python", "layer": "slider", "head": "slider"}
     assert len(real["traits"]["frames"]) == 6 * 12  # every layer and head of MiniLM
+    texts = [p["text"] for p in real["presets"]]  # the panel's sentence, then the notebook's 3
+    assert texts[0] == "The cat sat on the mat because it was warm." and len(texts) == 4
+    assert all(len(p["frames"]) == 6 * 12 for p in real["presets"])
+    assert real["presets"][0]["frames"] == real["traits"]["frames"]
     (shared,) = panels_of(out, "15_shared_kv")
     (buttons,) = [c for row in shared["rows"] for c in row]
     assert buttons["kind"] == "buttons" and len(buttons["options"]) == len(
@@ -126,3 +130,12 @@ def test_the_budgets_stop_a_site_that_is_too_big(built, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         site.report(out, list(pages.values()), seconds=10)
     assert "✗ site/:" in capsys.readouterr().out
+
+
+def test_every_figure_keeps_its_alt_text(built):
+    out, _ = built
+    notebook = json.loads((site.ROOT / "notebooks" / "03_per_head_projections.ipynb").read_text())
+    alts = [o["metadata"]["image/png"]["alt"] for c in notebook["cells"]
+            for o in c.get("outputs", []) if "image/png" in o.get("data", {})]  # fmt: skip
+    page = (out / "03_per_head_projections.html").read_text(encoding="utf-8")
+    assert alts and re.findall(r'<img[^>]*\balt="([^"]*)"', page) == alts

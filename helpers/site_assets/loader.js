@@ -31,6 +31,12 @@
       off(event, f) {
         listeners[event] = (listeners[event] || []).filter((g) => g !== f);
       },
+      // several traits at once, then their change events: the view never sees half of them
+      update(changes) {
+        const changed = Object.keys(changes).filter((name) => state[name] !== changes[name]);
+        Object.assign(state, changes);
+        for (const name of changed) for (const f of (listeners[`change:${name}`] || []).slice()) f();
+      },
     };
   }
 
@@ -98,13 +104,39 @@
     });
   }
 
-  // an input that needs Python (12's text box): shown as it was, with where it works
-  function needsPython(control, row, live) {
+  // an input that needs Python (12's text box): shown as it was, with where it works; where the
+  // build computed other sentences' frames (presets), a button for each
+  function needsPython(control, row, live, model, presets) {
     const box = labelled(control, row);
     const input = element("input", "course-site-frozen", box);
     Object.assign(input, { type: "text", value: control.value, disabled: true });
     const note = element("span", "course-site-note", box);
-    note.innerHTML = `another ${control.description || "input"} needs the live notebook (${live})`;
+    const other = presets && presets.length > 1 ? "a text of your own" : `another ${control.description || "input"}`;
+    note.innerHTML = `${other} needs the live notebook (${live})`;
+    if (!presets || presets.length < 2) return;
+    const choices = element("div", "widget-inline-hbox course-site-control course-site-presets", row);
+    element("label", "widget-label", choices).textContent = "or";
+    const group = element("div", "widget-toggle-buttons", choices);
+    group.setAttribute("role", "group");
+    group.setAttribute("aria-label", "the notebook's sentences");
+    const all = presets.map((preset, i) => {
+      const b = element("button", "widget-toggle-button jupyter-button", group);
+      b.type = "button";
+      b.textContent = `sentence ${i + 1}`;
+      b.title = preset.text;
+      b.dataset.preset = String(i);
+      b.addEventListener("click", () => {
+        input.value = preset.text;
+        model.update({ query: -1, notice: "", buffer: bytes(preset.buffer), blocks: preset.blocks, frames: preset.frames });
+        all.forEach((other, j) => {
+          other.classList.toggle("mod-active", j === i);
+          other.setAttribute("aria-pressed", String(j === i));
+        });
+      });
+      b.classList.toggle("mod-active", i === 0);
+      b.setAttribute("aria-pressed", String(i === 0));
+      return b;
+    });
   }
 
   function mountPanel(host, data) {
@@ -115,7 +147,7 @@
       for (const control of items) {
         if (control.kind === "slider" || control.kind === "selection") slider(control, model, row);
         else if (control.kind === "buttons") buttons(control, model, row);
-        else needsPython(control, row, window.COURSE_LIVE || "run it with `make lab`");
+        else needsPython(control, row, window.COURSE_LIVE || "run it with `make lab`", model, data.presets);
       }
     }
     const el = element("div", "course-site-view", panel);

@@ -143,6 +143,16 @@ def test_what_needs_python_says_so(browser, server):
         text.is_disabled() and text.input_value() == "The cat sat on the mat because it was warm."
     )
     assert "needs the live notebook" in browser.locator(".course-site-note").inner_text()
+    from helpers.pretrained import load_minilm
+
+    second = browser.locator("button[data-preset='2']")  # one of the notebook's sentences
+    second.click()
+    assert text.input_value() == second.get_attribute("title")
+    encoded = load_minilm()(second.get_attribute("title"))
+    T = len(encoded.tokens[0])
+    assert view.locator(".av-message").inner_text().startswith(f"{T} tokens; layer 0, head 2")
+    maps = encoded.attentions[0, 0]  # layer 0: (h, T, T)
+    assert hover_weight(browser, view, 2, T - 1, 0) == f"{float(maps[2, T - 1, 0]):.3f}"
     layer = browser.locator("input[data-control='layer']")
     layer.focus()
     layer.press("ArrowRight")
