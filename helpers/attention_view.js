@@ -387,12 +387,38 @@ function entryLabel(block, heads, short) {
   return short ? range : `heads ${range}`;
 }
 
+// The legend's entries in rows of LEGEND_ROW px: full titles when they all fit on one row, else
+// "heads" and the numbers alone, on as many rows as they need (16 heads: every one clickable).
+const LEGEND_ROW = 26;
+
+function legendLayout(ctx, block, entries, left, width) {
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  for (const short of [false, true]) {
+    const start = short ? left + ctx.measureText("heads").width + 10 : left;
+    const rows = [[]];
+    let x = start;
+    for (const e of entries) {
+      const label = entryLabel(block, e.heads, short);
+      const w = ctx.measureText(label).width;
+      if (x + w + 18 > width && rows[rows.length - 1].length) {
+        rows.push([]);
+        x = start;
+      }
+      rows[rows.length - 1].push({ e, label, x, w });
+      x += w + 30;
+    }
+    if (short || rows.length === 1) return { short, rows, height: rows.length * LEGEND_ROW };
+  }
+}
+
 function drawLines(ctx, area, frame, block, maps, view) {
   const { palette, selected, focus, only } = view;
-  ctx.font = `${FONT}px ${FONT_FAMILY}`;
-  const legend = 26;
   ctx.font = `bold ${FONT}px ${FONT_FAMILY}`; // the followed query's label is bold: room for it
   const labelW = Math.min(Math.max(widest(ctx, block.rows), widest(ctx, block.cols)), 120) + 10;
+  const all = focus >= 0 && focus < maps.h ? [focus] : [...Array(maps.h).keys()];
+  const entries = legendEntries(block, palette, all);
+  const key = legendLayout(ctx, block, entries, labelW + 4, area.width);
+  const legend = key.height;
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   const top = legend + 12;
   const pitchQ = (area.height - top - 4) / Math.max(maps.tq, 1);
@@ -401,7 +427,6 @@ function drawLines(ctx, area, frame, block, maps, view) {
   const left = labelW + 4, right = left + span;
   const yq = (q) => top + (q + 0.5) * pitchQ;
   const yk = (k) => top + (k + 0.5) * pitchK;
-  const all = focus >= 0 && focus < maps.h ? [focus] : [...Array(maps.h).keys()];
   const chosen = only ? all.filter((i) => only.includes(i)) : [];
   const heads = chosen.length ? chosen : all; // heads shown alone that a new setting lacks: all
   const bend = Math.min(14, 60 / Math.max(heads.length, 1)); // px between two heads' arcs, mid-way
@@ -450,44 +475,33 @@ function drawLines(ctx, area, frame, block, maps, view) {
   block.cols.forEach((word, k) => {
     if (k % stepK === 0) ctx.fillText(fitLabel(ctx, word, labelW - 8), right + 6, yk(k));
   });
-  // legend: one entry per colour of the heads that can be drawn (a shown-alone head's outlined),
-  // with titles, or numbers when the titles do not all fit; what still does not fit is counted
-  let x = left;
+  // legend: one entry per colour of the heads that can be drawn (a shown-alone head's outlined)
   ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
   ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
-  const entries = legendEntries(block, palette, all);
-  const full = entries.reduce((sum, e) => sum + ctx.measureText(entryLabel(block, e.heads, false)).width + 30, left);
-  const short = full > area.width;
-  const reserve = short ? ctx.measureText(`+${entries.length} more`).width + 6 : 0; // room for "+N more"
-  if (short) {
+  if (key.short) {
     ctx.fillStyle = "#1f2328";
-    ctx.fillText("heads", x, legend / 2 + 1);
-    x += ctx.measureText("heads").width + 10;
+    ctx.fillText("heads", labelW + 4, LEGEND_ROW / 2 + 1);
   }
   const hits = [];
-  for (const [n, e] of entries.entries()) {
-    const label = entryLabel(block, e.heads, short);
-    const w = ctx.measureText(label).width;
-    if (x + w + 18 > area.width - reserve) {
+  for (const [r, row] of key.rows.entries()) {
+    const y0 = r * LEGEND_ROW, middle = y0 + LEGEND_ROW / 2;
+    for (const { e, label, x, w } of row) {
+      const alone = heads.length < all.length && e.heads.every((i) => heads.includes(i));
+      const dim = heads.length < all.length && !alone;
+      ctx.globalAlpha = dim ? 0.35 : 1; // a hidden head's swatch faded, its label still dark
+      ctx.fillStyle = e.colour;
+      ctx.fillRect(x, middle - 5, 12, 12);
+      ctx.globalAlpha = 1;
       ctx.fillStyle = "#1f2328";
-      ctx.fillText(`+${entries.length - n} more`, x, legend / 2 + 1);
-      break;
+      ctx.fillText(label, x + 16, middle + 1);
+      if (alone) {
+        ctx.strokeStyle = "#000";
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x - 3, y0 + 1, w + 22, LEGEND_ROW - 2);
+      }
+      hits.push({ x0: x - 3, x1: x + w + 19, y0, y1: y0 + LEGEND_ROW, heads: e.heads });
     }
-    const alone = heads.length < all.length && e.heads.every((i) => heads.includes(i));
-    const dim = heads.length < all.length && !alone;
-    ctx.globalAlpha = dim ? 0.35 : 1; // a hidden head's swatch faded, its label still dark
-    ctx.fillStyle = e.colour;
-    ctx.fillRect(x, legend / 2 - 5, 12, 12);
-    ctx.globalAlpha = 1;
-    ctx.fillStyle = "#1f2328";
-    ctx.fillText(label, x + 16, legend / 2 + 1);
-    if (alone) {
-      ctx.strokeStyle = "#000";
-      ctx.lineWidth = 2;
-      ctx.strokeRect(x - 3, 1, w + 22, legend - 2);
-    }
-    hits.push({ x0: x - 3, x1: x + w + 19, heads: e.heads });
-    x += w + 30;
   }
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   ctx.fillStyle = "#555";
@@ -962,7 +976,7 @@ function legendAt(v, event) {
   if (!L) return null;
   const rect = v.canvas.getBoundingClientRect();
   const x = event.clientX - rect.left, y = event.clientY - rect.top;
-  return y <= L.legend ? L.hits.find((e) => x >= e.x0 && x <= e.x1) || null : null;
+  return L.hits.find((e) => x >= e.x0 && x <= e.x1 && y >= e.y0 && y <= e.y1) || null;
 }
 
 function followQuery(v, hit) {
@@ -1027,6 +1041,8 @@ function showCursor(v) {
   }
   placeTooltip(v, x + w, y + h / 2);
   v.live.textContent = v.tooltip.textContent;
+  // keep the cell and its text on screen: a focused canvas may sit partly below the window
+  for (const shown of [v.ring, v.tooltip]) shown.scrollIntoView?.({ block: "nearest", inline: "nearest" });
 }
 
 function hideCursor(v) {
@@ -1230,7 +1246,8 @@ function testHooks(v) {
     legendCenter(n) {
       const L = v.shown && v.shown.geometry.lines;
       const rect = canvas.getBoundingClientRect();
-      return L && L.hits[n] ? { x: rect.left + (L.hits[n].x0 + L.hits[n].x1) / 2, y: rect.top + L.legend / 2 } : null;
+      const hit = L && L.hits[n];
+      return hit ? { x: rect.left + (hit.x0 + hit.x1) / 2, y: rect.top + (hit.y0 + hit.y1) / 2 } : null;
     },
     legendSize() {
       const L = v.shown && v.shown.geometry.lines;

@@ -32,6 +32,19 @@ def test_notebook_is_committed_executed_in_order(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_ends_on_a_bare_value(path):
+    """A cell's last expression is shown as its value: a check's returned float printed after its
+    ✓ line means nothing to a learner, and its last digits may differ from run to run (10's did,
+    and strict nbval failed). Only a panel is shown that way."""
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        for output in cell.get("outputs", []):
+            if output["output_type"] == "execute_result":
+                data = output["data"]
+                assert "application/vnd.jupyter.widget-view+json" in data, (i, data)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_a_panel_shows_one_friendly_line_before_the_notebook_runs(path):
     """No saved widget state (JupyterLab does not draw from it), so before Run All every panel
     shows its text/plain line, and that line is the friendly one, not a widget repr."""

@@ -309,7 +309,7 @@ def test_text_numbers_and_the_selected_button_stand_out(lab, page, notebook):
 
 
 def test_lines_mode_shows_every_head_and_one_alone(lab, page):
-    """03's lines at h = 4 and 8: one line per (head, query, key) above 0.01, every head's colour
+    """03's lines at h = 4, 8 and 16: one line per (head, query, key) above 0.01, every head's colour
     on screen (its arcs bend apart from the others') and at least 3:1 against the white page
     (the palette's lighter colours darkened: some of them are below 3:1), one legend entry per
     head; a click on an entry shows that head alone (only its lines), a second click all again."""
@@ -318,7 +318,7 @@ def test_lines_mode_shows_every_head_and_one_alone(lab, page):
     box.locator("button.av-mode:text-is('lines (query → key)')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "maps")
     h_slider = this_panel(page, notebook).locator(".widget-slider").first
-    for h, presses in ((4, 0), (8, 4)):
+    for h, presses in ((4, 0), (8, 4), (16, 8)):  # 16: the legend takes two rows
         drawn = box.get_attribute("data-drawn")
         press(page, h_slider, "ArrowRight", presses)
         if presses:
@@ -336,14 +336,14 @@ def test_lines_mode_shows_every_head_and_one_alone(lab, page):
         drawn = [rgb(point(box, "lineColour", i)) for i in range(h)]
         assert min(contrast(c, [255, 255, 255]) for c in drawn) >= 3.0, drawn
         assert point(box, "legendSize") == h
-    centre = point(box, "legendCenter", 2)
-    page.mouse.click(centre["x"], centre["y"])  # head 2 alone
-    assert list(point(box, "headPixels")) == ["2"]
-    assert point(box, "linesDrawn") == int((rows[2] > 0.01).sum())
+    centre = point(box, "legendCenter", 15)  # on the legend's second row
+    page.mouse.click(centre["x"], centre["y"])  # head 15 alone
+    assert list(point(box, "headPixels")) == ["15"]
+    assert point(box, "linesDrawn") == int((rows[15] > 0.01).sum())
     box.screenshot(path=SCREENSHOTS / "03_per_head_projections_lines_alone.png")
     page.mouse.click(centre["x"], centre["y"])  # all again
-    assert len(point(box, "headPixels")) == 8
-    press(page, h_slider, "ArrowLeft", 4)  # back to h = 4, and to the maps
+    assert len(point(box, "headPixels")) == 16
+    press(page, h_slider, "ArrowLeft", 12)  # back to h = 4, and to the maps
     box.locator("button.av-mode:text-is('maps')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "lines")
 
