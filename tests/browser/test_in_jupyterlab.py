@@ -309,8 +309,8 @@ def test_text_numbers_and_the_selected_button_stand_out(lab, page, notebook):
 
 
 def test_lines_mode_shows_every_head_and_one_alone(lab, page):
-    """03's lines at h = 4, 8 and 16: one line per (head, query, key) above 0.01, every head's colour
-    on screen (its arcs bend apart from the others') and at least 3:1 against the white page
+    """03's lines at h = 4, 8 and 16: one line per (head, query, key) above 0.01, every head's
+    colour on screen (its arcs bend apart from the others') and at least 3:1 against the page
     (the palette's lighter colours darkened: some of them are below 3:1), one legend entry per
     head; a click on an entry shows that head alone (only its lines), a second click all again."""
     notebook = "03_per_head_projections.ipynb"
