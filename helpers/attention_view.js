@@ -823,7 +823,8 @@ class SvgContext {
 // 03_per_head_projections_d_model64_h4_lines.svg
 function exportName(v, extension) {
   const setting = v.shown.key.replace(/=/g, "").replace(/\|/g, "_");
-  const query = v.model.get("query") >= 0 ? `_query${v.model.get("query")}` : "";
+  const followed = v.model.get("query") >= 0 && !v.model.get("key_by").includes("query");
+  const query = followed ? `_query${v.model.get("query")}` : ""; // not twice when it is the setting
   const mode = v.shown.block.kind === "matrix" ? "matrix" : v.model.get("mode");
   return `${v.model.get("name") || "attention"}_${setting}${query}_${mode}.${extension}`;
 }

@@ -20,6 +20,7 @@ import html
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,12 +47,20 @@ class Page:
     seconds: float = 0.0
 
 
+def plain(text: str) -> str:
+    """A heading as plain text (a tab's title, the index): its maths and code marks dropped."""
+    for latex, char in ((r"\cdot", "·"), (r"\top", "ᵀ"), (r"\times", "×"), (r"\sqrt", "√")):
+        text = text.replace(latex, char)
+    text = re.sub(r"\\text\{([^}]*)\}", r"\1", text)
+    return re.sub(r"\s+", " ", re.sub(r"[$`{}]", "", text)).strip()
+
+
 def title_of(notebook: dict) -> str:
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
             for line in "".join(cell["source"]).splitlines():
                 if line.startswith("# "):
-                    return line[2:].strip()
+                    return plain(line[2:])
     return ""
 
 
@@ -207,10 +216,14 @@ def live_links(name: str | None, binder: str | None) -> str:
     """How to run a notebook for real: on Binder (when the repository is known), or locally."""
     local = "locally: <code>python -m helpers.course lab</code> (or <code>make lab</code>)"
     if not binder:
-        return f"Run it live {local}"
+        return f"Run it live {local}, in the course's folder (see its README)"
     target = f"lab/tree/notebooks/{name}.ipynb" if name else "lab/tree/notebooks"
-    url = f"https://mybinder.org/v2/gh/{binder}/HEAD?urlpath={target}"
-    return f'Run it live <a href="{html.escape(url)}">on Binder</a> or {local}'
+    url = html.escape(f"https://mybinder.org/v2/gh/{binder}/HEAD?urlpath={target}")
+    repo = html.escape(f"https://github.com/{binder}")
+    return (
+        f'Run it live <a href="{url}">on Binder</a> or {local}, from '
+        f'<a href="{repo}">the course\'s repository</a>'
+    )  # fmt: skip'
 
 
 def fetch_mathjax() -> Path:
@@ -244,7 +257,54 @@ def copy_assets(out: Path) -> None:
         shutil.copy2(ASSETS / name, static / name)
 
 
-def render_page(path: Path, page: Page, nav: str, live: str, out: Path) -> None:
+BANNER = (
+    "This page is the notebook as it ran when the site was built: its ✓ lines, numbers and "
+    "times are that run's, on the machine that built it. Its panels work here; the exercises, "
+    "your own text and running code need the notebook itself. {live}"
+)
+
+
+def _exercises(notebook) -> None:
+    """Each exercise as a learner meets it: the skeleton of the student copy, its solution folded
+    away below, and the check's output replaced by where to run it."""
+    import nbformat
+
+    from tests.student.build import stub  # the student copy's own skeletons (make student)
+
+    cells = []
+    for n, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code" and "solution" in cell.metadata.get("tags", []):
+            solution = html.escape(cell.source)
+            cell.source, cell.outputs, cell.execution_count = stub(cell.source), [], None
+            cells.append(cell)
+            cells.append(nbformat.v4.new_markdown_cell(
+                "<details class=\"course-site-solution\"><summary>A solution (open it after "
+                f"trying)</summary><pre><code>{solution}</code></pre></details>"
+            ))  # fmt: skip
+            continue
+        previous = notebook.cells[n - 1] if n else None
+        if previous is not None and "solution" in previous.metadata.get("tags", []):
+            cell.outputs = [nbformat.v4.new_output(
+                "stream", name="stdout",
+                text="(The check runs in the notebook itself: it names your mistake and its line.)",
+            )]  # fmt: skip
+        cells.append(cell)
+    notebook.cells = cells
+
+
+def _links(body: str, names: set[str]) -> str:
+    """Links between pages: a notebook named in the text goes to its page; the glossary to its."""
+    body = body.replace('href="../docs/glossary.md', 'href="glossary.html')
+
+    def page(match: re.Match) -> str:
+        name = match.group(1)
+        return f'<a href="{name}.html"><code>{name}.ipynb</code></a>' if name in names else match[0]
+
+    body = re.sub(r'href="(\d\d_\w+)\.ipynb"', r'href="\1.html"', body)  # links already there
+    return re.sub(r'(?<!">)<code>(\d\d_\w+)\.ipynb</code>', page, body)
+
+
+def render_page(path: Path, page: Page, nav: str, live: str, out: Path, names=()) -> None:
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -252,6 +312,11 @@ def render_page(path: Path, page: Page, nav: str, live: str, out: Path) -> None:
     for n, (i, j) in enumerate(widget_outputs(notebook)):
         text = "".join(notebook.cells[i].outputs[j]["data"].get("text/plain", ""))
         notebook.cells[i].outputs[j] = nbformat.from_dict(_placeholder(n, text.split(":")[0]))
+    _exercises(notebook)
+    banner = BANNER.format(live=live)
+    notebook.cells.insert(0, nbformat.v4.new_markdown_cell(
+        f'<div class="course-site-banner">{banner}</div>'
+    ))  # fmt: skip
     exporter = HTMLExporter(
         extra_template_basedirs=[str(ASSETS)],
         template_name="course_site",
@@ -260,7 +325,7 @@ def render_page(path: Path, page: Page, nav: str, live: str, out: Path) -> None:
     panels = f"{page.name}.panels.js"
     resources = {"course_nav": nav, "course_panels": panels, "metadata": {"name": page.title}}
     body, _ = exporter.from_notebook_node(notebook, resources=resources)
-    (out / f"{page.name}.html").write_text(body, encoding="utf-8")
+    (out / f"{page.name}.html").write_text(_links(body, set(names)), encoding="utf-8")
     live_js = json.dumps(live)
     data = json.dumps(page.panels, separators=(",", ":"))
     (out / panels).write_text(
@@ -283,6 +348,10 @@ def render_index(pages: list[Page], out: Path, live: str) -> None:
 <body><nav class="course-site-nav"><span class="course-site-live">{live}</span></nav>
 <div class="course-site-index">
 <h1>Multi-head attention, from one head to the fused matrix</h1>
+<p>A course for learners who know one head of self-attention (or will, after notebook 01) and
+want to see what multi-head attention adds, why real code stores the heads in one matrix, and
+what heads do. Start at 00 and go in order; terms are in the
+<a href="glossary.html">glossary</a>.</p>
 <p>Every notebook of the course as it runs, with its outputs and figures. The panels work on
 these pages without Python: their maps for every setting of their sliders were computed when the
 site was built, by the same code and checks as in the notebook. Exercises and free text need the
@@ -290,6 +359,27 @@ notebook itself.</p>
 <ol start="0">{items}</ol></div></body></html>
 """
     (out / "index.html").write_text(body, encoding="utf-8")
+
+
+def render_glossary(out: Path, live: str) -> None:
+    """docs/glossary.md as a page, its notebook names linked to their pages."""
+    from nbconvert.filters.markdown import markdown2html
+
+    text = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    text = re.sub(r"\]\((\d\d_\w+)\.ipynb\)", r"](\1.html)", text)
+    text = re.sub(r"^explained in: (\d\d_\w+)", r"explained in: [\1](\1.html)", text, flags=re.M)
+    body = markdown2html(text)
+    (out / "glossary.html").write_text(
+        f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1.0"><title>Glossary</title>
+<link rel="icon" href="data:,"><link rel="stylesheet" href="_static/site.css"></head>
+<body><nav class="course-site-nav"><a href="index.html">the course</a>
+<span class="course-site-live">{live}</span></nav>
+<div class="course-site-index">{body}</div></body></html>
+""",
+        encoding="utf-8",
+    )
 
 
 def build(out: Path = ROOT / "site", binder: str | None = None, only: list[str] | None = None):
@@ -317,11 +407,12 @@ def build(out: Path = ROOT / "site", binder: str | None = None, only: list[str] 
     for i, (path, page) in enumerate(zip(paths, pages)):
         began = time.monotonic()
         live = live_links(page.name, binder)
-        render_page(path, page, _nav(pages, i, live), live, out)
+        render_page(path, page, _nav(pages, i, live), live, out, [p.name for p in pages])
         page.seconds += time.monotonic() - began
         size = sum(f.stat().st_size for f in out.glob(f"{page.name}.*"))
         print(f"  {page.name:34} {size / 1e6:5.1f} MB  {page.seconds:5.1f} s", flush=True)
     render_index(pages, out, live_links(None, binder))
+    render_glossary(out, live_links(None, binder))
     report(out, pages, time.monotonic() - start)
     return pages
 

@@ -139,3 +139,23 @@ def test_every_figure_keeps_its_alt_text(built):
             for o in c.get("outputs", []) if "image/png" in o.get("data", {})]  # fmt: skip
     page = (out / "03_per_head_projections.html").read_text(encoding="utf-8")
     assert alts and re.findall(r'<img[^>]*\balt="([^"]*)"', page) == alts
+
+
+def test_an_exercise_shows_its_skeleton_with_the_solution_folded_and_the_glossary_is_a_page(built):
+    out, pages = built
+    page = (out / "03_per_head_projections.html").read_text(encoding="utf-8")
+    assert "NotImplementedError" in page  # the student copy's skeleton ...
+    assert '<details class="course-site-solution">' in page  # ... and the solution, folded
+    assert "The check runs in the notebook itself" in page and "✓ Correct" not in page
+    assert 'href="glossary.html"' in page and "../docs/glossary.md" not in page
+    linked = site._links('<code>03_a.ipynb</code>, <a href="04_b.ipynb"><code>04_b.ipynb</code></a>'
+                         ", <code>05_c.ipynb</code>", {"03_a", "04_b"})  # fmt: skip
+    assert linked == ('<a href="03_a.html"><code>03_a.ipynb</code></a>, <a href="04_b.html">'
+                      "<code>04_b.ipynb</code></a>, <code>05_c.ipynb</code>")  # fmt: skip
+    glossary = (out / "glossary.html").read_text(encoding="utf-8")
+    assert '<h3 id="head,-d_k">' in glossary and 'href="01_self_attention.html"' in glossary
+    assert all("$" not in p.title and "`" not in p.title for p in pages.values())
+    assert (
+        pages["03_per_head_projections"].title
+        == "03 · h heads, each with its own W_i^Q, W_i^K, W_i^V"
+    )

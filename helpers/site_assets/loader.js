@@ -79,6 +79,12 @@
       show(Number(input.value));
       model.set(control.name, Number(input.value));
     });
+    // the view can move it too (a head picked with the keys): the slider follows, as jslink does
+    model.on(`change:${control.name}`, () => {
+      const value = model.get(control.name);
+      if (Number(input.value) !== value) input.value = value;
+      show(value);
+    });
   }
 
   function buttons(control, model, row) {
@@ -86,22 +92,22 @@
     const group = element("div", "widget-toggle-buttons", box);
     group.setAttribute("role", "group");
     group.setAttribute("aria-label", control.description);
+    const press = (i) =>
+      all.forEach((b, j) => {
+        b.classList.toggle("mod-active", j === i);
+        b.setAttribute("aria-pressed", String(j === i));
+      });
     const all = control.options.map((text, i) => {
       const b = element("button", "widget-toggle-button jupyter-button", group);
       b.type = "button";
       b.textContent = text;
       b.dataset.control = control.name;
-      b.addEventListener("click", () => {
-        model.set(control.name, i);
-        all.forEach((other, j) => {
-          other.classList.toggle("mod-active", j === i);
-          other.setAttribute("aria-pressed", String(j === i));
-        });
-      });
-      b.classList.toggle("mod-active", i === control.value);
-      b.setAttribute("aria-pressed", String(i === control.value));
+      b.addEventListener("click", () => model.set(control.name, i));
       return b;
     });
+    press(control.value);
+    // a click on the map (a query row) moves it too: the buttons follow, as jslink does
+    model.on(`change:${control.name}`, () => press(model.get(control.name)));
   }
 
   // an input that needs Python (12's text box): shown as it was, with where it works; where the

@@ -158,3 +158,9 @@ def test_what_needs_python_says_so(browser, server):
     layer.press("ArrowRight")
     assert view.get_attribute("data-key") == "layer=1|head=2"
     assert view.get_attribute("data-state") == "ok"
+    canvas = view.locator("canvas")
+    canvas.focus()
+    canvas.press("PageDown")  # the next head, picked on the map: the head slider follows
+    assert view.get_attribute("data-key") == "layer=1|head=3"
+    head = browser.locator("input[data-control='head']")
+    assert head.input_value() == "3" and head.get_attribute("aria-valuetext") == "3"
