@@ -121,7 +121,8 @@ class TrainingView(widgets.VBox):
             return
         recent = lambda losses: sum(losses[-50:]) / len(losses[-50:])  # noqa: E731
         self.line.value = (
-            f"step {done} of {self.steps} · loss on the repeat {recent(run.repeat):.2f}, on the "
-            f"first copy {recent(run.first):.2f} · {time.perf_counter() - self.start:.0f} s"
+            f"step {done} of {self.steps} · training loss (mean of the last 50 batches) on the "
+            f"repeat {recent(run.repeat):.2f}, on the first copy {recent(run.first):.2f} · "
+            f"{time.perf_counter() - self.start:.0f} s"
         )
         self.picture.value = to_png(copy_curves(run.first, run.repeat, run.chance, self.steps))
