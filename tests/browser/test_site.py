@@ -12,7 +12,7 @@ import pytest
 
 from helpers import site
 from helpers.panels import HeadsExplorer, SharedKVExplorer
-from tests.browser.lab import SCREENSHOTS, chromium_page
+from tests.browser.lab import SCREENSHOTS
 
 PAGES = ["01_self_attention", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]
 
@@ -39,21 +39,29 @@ def server(built):
 
 
 @pytest.fixture
-def browser():
-    """A 1280x720 page that records console errors and every request outside the site."""
-    with chromium_page(1280, 720) as page:
-        page.errors, page.outside, page.home = [], [], ""
-        page.on("console", lambda m: page.errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: page.errors.append(str(e)))
-        page.on(
-            "request",
-            lambda r: (
-                None
-                if r.url.startswith((page.home, "data:", "blob:"))
-                else page.outside.append(r.url)
-            ),
-        )
-        yield page
+def browser(page):
+    """The session's Chromium page (Playwright's sync API allows one at a time) at 1280x720,
+    recording console errors and every request outside the site."""
+    from tests.browser import test_in_jupyterlab
+
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.errors, page.outside, page.home = [], [], ""
+
+    def outside(request):
+        if not request.url.startswith((page.home, "data:", "blob:")):
+            page.outside.append(request.url)
+
+    handlers = {
+        "console": lambda m: page.errors.append(m.text) if m.type == "error" else None,
+        "pageerror": lambda e: page.errors.append(str(e)),
+        "request": outside,
+    }
+    for event, handler in handlers.items():
+        page.on(event, handler)
+    yield page
+    for event, handler in handlers.items():
+        page.remove_listener(event, handler)
+    test_in_jupyterlab._opened.pop(id(page), None)  # the page shows the site now, not a notebook
 
 
 def open_page(page, base: str, name: str):
