@@ -181,13 +181,10 @@ def site_pages() -> dict:
     """The static site (helpers.site) from a local server: when a page's panels are ready (ms
     after navigation starts, target <= 1500), and key press -> new maps painted on 03's and 17's
     sliders and 15's buttons, no kernel anywhere (target: median <= 20 ms)."""
-    import functools
-    import http.server
     import tempfile
-    import threading
 
     from helpers import site
-    from tests.browser.lab import chromium_page
+    from tests.browser.lab import chromium_page, static_server
 
     pages = ["03_per_head_projections", "04_block_matrix", "12_real_model_heads", "15_shared_kv",
              "17_w_qk_and_w_ov"]  # fmt: skip
@@ -196,15 +193,7 @@ def site_pages() -> dict:
         with contextlib.redirect_stdout(io.StringIO()):
             site.build(Path(out), only=pages)
 
-        class Quiet(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-        handler = functools.partial(Quiet, directory=out)
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        base = f"http://127.0.0.1:{httpd.server_address[1]}"
-        with chromium_page() as page:
+        with static_server(Path(out)) as base, chromium_page() as page:
             for name in pages:
                 page.goto(f"{base}/{name}.html")
                 page.wait_for_function("window.COURSE_PANELS_READY !== undefined")
@@ -230,7 +219,6 @@ def site_pages() -> dict:
                 page.locator("button.widget-toggle-button").nth(i).click()
                 page.wait_for_timeout(60)
             results["15 K/V buttons"] = _summary(_take(page))
-        httpd.shutdown()
     return results
 
 

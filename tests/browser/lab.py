@@ -89,6 +89,26 @@ def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
 
 
 @contextlib.contextmanager
+def static_server(directory: Path):
+    """A plain static web server of a folder (the site), quiet, on a free port: yields its URL."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+
+
+@contextlib.contextmanager
 def chromium_page(width: int = 1500, height: int = 1000):
     """A Playwright page in Debian's Chromium."""
     from playwright.sync_api import sync_playwright

@@ -4,15 +4,11 @@ typeset; a panel's controls move through their range, and the weights a hovered 
 what helpers computes for that setting; buttons, the lines mode and saving work as in JupyterLab;
 what needs Python says so."""
 
-import functools
-import http.server
-import threading
-
 import pytest
 
 from helpers import site
 from helpers.panels import HeadsExplorer, SharedKVExplorer
-from tests.browser.lab import SCREENSHOTS
+from tests.browser.lab import SCREENSHOTS, static_server
 
 PAGES = ["01_self_attention", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]
 
@@ -24,18 +20,10 @@ def built(tmp_path_factory):
     return out
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server(built):
-    handler = functools.partial(_Quiet, directory=str(built))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with static_server(built) as url:
+        yield url
 
 
 @pytest.fixture
