@@ -1,0 +1,730 @@
+"""Grade a class's submitted notebooks with the course's checker, each notebook confined.
+
+`grade(folder)` finds the submitted notebooks (`find_submissions`), recognises which course
+notebook each one is (`identify`), takes from it the code the exercise needs (`extract`: its
+imports, functions, classes and constant assignments, never its other statements) and runs the
+notebook's own check on the exercise's function (`EXERCISES`) in a separate process confined by
+`helpers.sandbox`. It returns one `Result` per student and exercise.
+
+Processes: the grader starts a few workers (`python -m helpers.grade --worker`, one per core, with
+a scrubbed environment); each imports torch and the checker once, then forks a fresh child per
+notebook, which confines itself before it runs anything from the submission. A child that runs too
+long is killed (its exercise: time-out; the next exercises of the notebook run in a new child). A
+worker that dies is replaced. Where there is no fork (Windows), each notebook gets a fresh worker.
+
+Nothing in a submission is trusted: the grader reads it as JSON (a symbolic link or a file over
+MAX_BYTES is not read), and only the confined child executes any of it. A ✓ is what the course's
+checker said inside that child. Like any checker that runs in the same process as the code it
+checks, code written on purpose to fool it can; the confinement protects the machine, the other
+submissions and the report, not a grade from a student set on cheating. Read the code of a
+surprising ✓.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import linecache
+import os
+import queue
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from helpers import sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_BYTES = 20 << 20  # a submitted notebook larger than this is not read
+EXERCISE_SECONDS = 20.0  # wall clock for one exercise's check
+NOTEBOOK_SECONDS = 60.0  # wall clock for a whole notebook: its code, then every check
+LIMITS = sandbox.Limits(memory=1 << 30, cpu=int(NOTEBOOK_SECONDS), output=1 << 20)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    function: str  # the name the student copy defines
+    notebook: str  # the course notebook that holds it (file stem)
+    check: str  # the call its check cell makes, as the report shows it
+    call: tuple[str, dict] = ("check_exercise", {})  # (checker, keyword arguments) to call it
+
+
+EXERCISES: dict[str, Exercise] = {
+    e.function: e
+    for e in (
+        Exercise("one_head", "01_self_attention", 'check_exercise(one_head, "one_head")',
+                 ("check_exercise", {"name": "one_head"})),
+        Exercise("my_attention", "03_per_head_projections",
+                 "diagnose(my_attention, per_head=True)", ("diagnose", {"per_head": True})),
+        Exercise("split_into_heads", "05_cut_into_heads",
+                 'check_exercise(split_into_heads, "split_heads")',
+                 ("check_exercise", {"name": "split_heads"})),
+        Exercise("my_fused_attention", "06_one_model_two_layouts",
+                 "diagnose(my_fused_attention, mask=False)", ("diagnose", {"mask": False})),
+        Exercise("my_masked_attention", "09_masks", "diagnose(my_masked_attention)",
+                 ("diagnose", {})),
+        Exercise("my_cross_attention", "13_cross_attention",
+                 'check_exercise(my_cross_attention, "cross_attention")',
+                 ("check_exercise", {"name": "cross_attention"})),
+        Exercise("my_head_scores", "17_w_qk_and_w_ov",
+                 'check_exercise(my_head_scores, "head_scores")',
+                 ("check_exercise", {"name": "head_scores"})),
+        Exercise("my_induction_score", "18_induction_heads",
+                 'check_exercise(my_induction_score, "induction_score")',
+                 ("check_exercise", {"name": "induction_score"})),
+    )
+}  # fmt: skip
+BY_NOTEBOOK = {e.notebook: e for e in EXERCISES.values()}
+
+# a Result's status, and what the report calls it
+STATUSES = {
+    "right": "right",
+    "mistake": "a named mistake",
+    "unknown": "a difference the checker cannot name",
+    "error": "raised an error",
+    "not_done": "not done (still the skeleton)",
+    "timeout": "ran out of time",
+    "memory": "ran out of memory",
+    "output": "printed too much",
+    "crashed": "the process died",
+    "not_found": "function not found",
+    "syntax": "a syntax error in the exercise's cell",
+    "invalid": "not a readable notebook",
+    "missing": "not submitted",
+}
+
+
+@dataclass
+class Result:
+    student: str
+    exercise: str  # the function's name (a key of EXERCISES)
+    status: str  # a key of STATUSES
+    message: str = ""  # the checker's words, or the grader's for what went wrong
+    mistakes: list[str] = field(default_factory=list)  # named mistakes (None: unnamed), in order
+    lines: list[str] = field(default_factory=list)  # "cell 18, line 7: `...`" for each finding
+    file: str = ""  # the submitted file, relative to the folder
+    seconds: float = 0.0
+
+
+# --- reading a submission (never runs it) --------------------------------------------------------
+
+
+@dataclass
+class Submission:
+    student: str
+    path: Path
+    relative: str
+
+
+def find_submissions(folder: Path) -> list[Submission]:
+    """Every submitted notebook: nbgrader's submitted/<student>/<assignment>/<name>.ipynb, or a
+    folder per student (<student>/…/<name>.ipynb), or flat (<student>.ipynb). Checkpoints and
+    hidden folders are skipped; symbolic links are listed (and refused when read)."""
+    base = folder / "submitted" if (folder / "submitted").is_dir() else folder
+    found = []
+    for dirpath, dirnames, filenames in os.walk(base):  # never follows a linked folder
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if not name.endswith(".ipynb") or name.startswith("."):
+                continue
+            path = Path(dirpath) / name
+            parts = path.relative_to(base).parts
+            student = parts[0] if len(parts) > 1 else path.stem
+            found.append(Submission(student, path, str(path.relative_to(folder))))
+    return found
+
+
+def read_notebook(path: Path) -> tuple[dict | None, str]:
+    """(the notebook's JSON, "") or (None, why it cannot be read)."""
+    if path.is_symlink():
+        return None, "a symbolic link: not followed"
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            return None, f"{size / 1e6:.0f} MB, over the {MAX_BYTES >> 20} MB a notebook may be"
+        with path.open("rb") as handle:
+            notebook = json.loads(handle.read(MAX_BYTES + 1).decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not a notebook: not UTF-8 text"
+    except json.JSONDecodeError as err:
+        return None, f"not a notebook: invalid JSON (line {err.lineno}: {err.msg})"
+    except OSError as err:
+        return None, f"could not be read: {err.strerror}"
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return None, "not a notebook: JSON without a list of cells"
+    return notebook, ""
+
+
+def _source(cell: object) -> str:
+    if not isinstance(cell, dict):
+        return ""
+    source = cell.get("source", "")
+    if isinstance(source, list):
+        source = "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def _code_cells(notebook: dict) -> list[tuple[int, str]]:
+    return [
+        (i, _source(c)) for i, c in enumerate(notebook["cells"])
+        if isinstance(c, dict) and c.get("cell_type") == "code"
+    ]  # fmt: skip
+
+
+def _title(notebook: dict) -> str:
+    for cell in notebook["cells"]:
+        if isinstance(cell, dict) and cell.get("cell_type") == "markdown":
+            first = _source(cell).strip().splitlines()
+            return first[0].strip() if first else ""
+    return ""
+
+
+def course_titles(notebooks: Path = ROOT / "notebooks") -> dict[str, str]:
+    """{first markdown line: notebook stem} for the course's notebooks that hold an exercise."""
+    titles = {}
+    for stem in BY_NOTEBOOK:
+        path = notebooks / f"{stem}.ipynb"
+        if path.exists():
+            titles[_title(json.loads(path.read_text(encoding="utf-8")))] = stem
+    return titles
+
+
+def identify(name: str, notebook: dict, titles: dict[str, str]) -> str | None:
+    """Which course notebook with an exercise this is: by its title (its first markdown line), by
+    its file name (03_per_head_projections-Copy1.ipynb), or by the exercise function it defines."""
+    stem = titles.get(_title(notebook))
+    if stem:
+        return stem
+    for stem in BY_NOTEBOOK:
+        if stem in name:
+            return stem
+    defined = set()
+    for _, source in _code_cells(notebook):
+        defined |= _defined_functions(source)
+    matches = [e.notebook for e in EXERCISES.values() if e.function in defined]
+    return matches[0] if len(matches) == 1 else None
+
+
+def python_source(source: str) -> str:
+    """A cell's source as plain Python: IPython's magics (%time, !ls) become calls, as in the
+    notebook (they are statements, so extract never keeps them)."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+    except ImportError:
+        return source
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # a cell IPython cannot read is left as it is: ast reports it
+        return source
+
+
+def _defined_functions(source: str) -> set[str]:
+    try:
+        tree = ast.parse(python_source(source))
+    except (SyntaxError, ValueError):
+        return set()
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _kept(node: ast.stmt) -> bool:
+    """Whether a top-level statement is one the grader runs: imports, definitions and assignments
+    of literal constants (h = 4), nothing that does work."""
+    if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef
+                  | ast.ClassDef):  # fmt: skip
+        return True
+    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+        try:
+            ast.literal_eval(node.value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        return True
+    return False
+
+
+@dataclass
+class Extract:
+    cells: list[dict]  # {"index", "source", "keep": [top-level statement numbers]}
+    cell_of: dict[str, int]  # exercise function -> the cell that defines it
+    problem: str = ""  # why the exercise cannot be graded (syntax error, not found)
+    status: str = ""  # its status then: syntax or not_found
+
+
+def extract(notebook: dict, exercise: Exercise) -> Extract:
+    """The code to run for an exercise: every code cell's imports, function and class definitions
+    and constant assignments, in order (a cell with a syntax error is skipped, unless it is the
+    exercise's own)."""
+    cells, cell_of, problem, status = [], {}, "", ""
+    code_cells = _code_cells(notebook)
+    for number, (_, source) in enumerate(code_cells):
+        text = python_source(source)
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError) as err:
+            if f"def {exercise.function}" in source and not problem:
+                where = f"line {err.lineno}" if getattr(err, "lineno", None) else "a line"
+                problem = (
+                    f"a syntax error in the exercise's cell (cell {number + 1}), {where}: "
+                    f"{getattr(err, 'msg', err)}"
+                )
+                status = "syntax"
+            continue
+        keep = [i for i, node in enumerate(tree.body) if _kept(node)]
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                cell_of.setdefault(node.name, number + 1)
+        if keep:
+            cells.append({"index": number + 1, "source": text, "keep": keep})
+    if not problem and exercise.function not in cell_of:
+        status = "not_found"
+        problem = f"no function named {exercise.function} in this notebook"
+        alike = [
+            name for name in cell_of
+            if name not in EXERCISES and _same_arity(notebook, name, exercise)
+        ]  # fmt: skip
+        if alike:
+            problem += f"; it defines {', '.join(alike[:3])}: renamed? The check looks for the name"
+    return Extract(cells, cell_of, problem, status)
+
+
+@functools.cache
+def _course_arity(function: str) -> int | None:
+    """How many arguments the course's notebook gives the exercise's function."""
+    exercise = EXERCISES[function]
+    path = ROOT / "notebooks" / f"{exercise.notebook}.ipynb"
+    if not path.exists():
+        return None
+    for _, source in _code_cells(json.loads(path.read_text(encoding="utf-8"))):
+        for node in ast.parse(python_source(source)).body:
+            if isinstance(node, ast.FunctionDef) and node.name == exercise.function:
+                return len(node.args.args)
+    return None
+
+
+def _same_arity(notebook: dict, name: str, exercise: Exercise) -> bool:
+    arity = _course_arity(exercise.function)
+    for _, source in _code_cells(notebook):
+        try:
+            tree = ast.parse(python_source(source))
+        except (SyntaxError, ValueError):
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name == name:
+                return arity is None or len(node.args.args) == arity
+    return False
+
+
+# --- the confined child (runs the submission) ----------------------------------------------------
+
+
+def _classify(diagnosis) -> str:
+    message = diagnosis.message
+    if diagnosis.ok:
+        return "right"
+    if message.startswith("⏳"):
+        return "not_done"
+    if "raised" in message.split(".")[0]:
+        low = message.lower()
+        memory = ("memoryerror", "can't allocate memory", "not enough memory", "cannot allocate")
+        return "memory" if any(m in low for m in memory) else "error"
+    if diagnosis.findings and all(f.mistake for f in diagnosis.findings):
+        return "mistake"
+    return "unknown"
+
+
+def _check(exercise: Exercise, fn: Callable) -> dict:
+    from helpers import diagnose
+
+    checker, kwargs = exercise.call
+    start = time.perf_counter()
+    diagnosis = getattr(diagnose, checker)(fn, echo=False, **kwargs)
+    lines = [f.record.where if f.record else "" for f in diagnosis.findings]
+    status, message = _classify(diagnosis), diagnosis.message
+    if status == "error" and "File too large" in message:  # RLIMIT_FSIZE on the output log
+        status = "output"
+        message = f"printed more than the {LIMITS.output >> 20} MB of output allowed: {message}"
+    return {
+        "status": status,
+        "message": message,
+        "mistakes": [m or "" for m in diagnosis.mistakes],
+        "lines": lines,
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def run_in_child(job: dict, send: Callable[[dict], None]) -> None:
+    """In the confined child: run the kept code of every cell, then check each exercise of the
+    job; send one message per exercise."""
+    namespace: dict = {"__name__": "__submission__"}
+    failures = []
+    for cell in job["cells"]:
+        name = f"<cell {cell['index']}>"
+        lines = cell["source"].splitlines(keepends=True)
+        linecache.cache[name] = (len(cell["source"]), None, lines, name)
+        try:
+            tree = ast.parse(cell["source"])
+            tree.body = [tree.body[i] for i in cell["keep"]]
+            exec(compile(tree, name, "exec"), namespace)  # noqa: S102 - confined (helpers.sandbox)
+        except BaseException as err:  # noqa: BLE001 - their code: every problem is a message
+            failures.append(f"cell {cell['index']}: {type(err).__name__}: {err}"[:300])
+    for function in job["exercises"]:
+        exercise = EXERCISES[function]
+        fn = namespace.get(function)
+        if not callable(fn):
+            message = f"{function} was not defined when its notebook's code ran"
+            if failures:
+                message += f" ({failures[0]})"
+            send({"exercise": function, "status": "not_found", "message": message})
+            continue
+        try:
+            result = _check(exercise, fn)
+        except MemoryError:
+            result = {"status": "memory", "message": "ran out of memory in the check"}
+        except BaseException as err:  # noqa: BLE001 - e.g. SystemExit from their code
+            result = {"status": "error", "message": f"the check stopped: {type(err).__name__}: "
+                      f"{str(err)[:300]}"}  # fmt: skip
+        send({"exercise": function, **result})
+
+
+def readable_paths() -> list[str]:
+    """What a confined child may read: Python, its packages, the course's helpers, shared
+    libraries."""
+    import site
+    import sysconfig
+
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             *site.getsitepackages(), sysconfig.get_paths()["stdlib"], str(ROOT / "helpers"),
+             "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache"]  # fmt: skip
+    return list(dict.fromkeys(p for path in paths for p in (path, os.path.realpath(path))))
+
+
+def _child(job: dict, workdir: str, result_fd: int, limits: sandbox.Limits) -> None:
+    """The forked child: never returns."""
+    code = 0
+    try:
+        os.setsid()
+        os.chdir(workdir)
+        log = os.open(os.path.join(workdir, "output.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        for fd in (log, null):
+            os.close(fd)
+        os.closerange(3, result_fd)
+        os.closerange(result_fd + 1, 1 << 16)
+        sandbox.confine(readable_paths(), limits)
+
+        def send(message: dict) -> None:
+            os.write(result_fd, (json.dumps(message) + "\n").encode())
+
+        run_in_child(job, send)
+    except BaseException:  # noqa: BLE001 - the worker reports what is missing
+        code = 1
+    os._exit(code)
+
+
+# --- the worker (forks one child per notebook) ---------------------------------------------------
+
+
+def _kill(pid: int) -> None:
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except OSError:
+            pass
+
+
+def _exit_reason(status: int) -> tuple[str, str]:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU:
+            return "timeout", f"used its {LIMITS.cpu} s of CPU time"
+        if sig == signal.SIGKILL:
+            return "crashed", "killed (SIGKILL): most often out of memory"
+        return "crashed", f"the process died of signal {signal.Signals(sig).name}"
+    return "crashed", f"the process exited (code {os.WEXITSTATUS(status)}) before it finished"
+
+
+def run_job(job: dict, limits: sandbox.Limits = LIMITS) -> list[dict]:
+    """Run one notebook's exercises, each in order, in forked confined children: a new child
+    after one that timed out or died. Returns one message per exercise."""
+    results: dict[str, dict] = {}
+    todo = list(job["exercises"])
+    notebook_deadline = time.monotonic() + job.get("notebook_seconds", NOTEBOOK_SECONDS)
+    while todo:
+        workdir = tempfile.mkdtemp(prefix="grade-")
+        if os.geteuid() == 0:
+            os.chown(workdir, sandbox.NOBODY, sandbox.NOBODY)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            _child({**job, "exercises": todo}, workdir, write_end, limits)
+        os.close(write_end)
+        buffer, current = b"", todo[0]
+        deadline = min(time.monotonic() + job.get("exercise_seconds", EXERCISE_SECONDS),
+                       notebook_deadline)  # fmt: skip
+        timed_out = False
+        with os.fdopen(read_end, "rb", buffering=0) as pipe:
+            while todo:
+                wait = deadline - time.monotonic()
+                ready = select.select([pipe], [], [], max(wait, 0))[0] if wait > 0 else []
+                if not ready:
+                    timed_out = True
+                    break
+                chunk = pipe.read(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                if len(buffer) > 1 << 20:  # more than the checker's messages ever are
+                    break
+                while b"\n" in buffer and todo:
+                    line, buffer = buffer.split(b"\n", 1)
+                    try:
+                        message = json.loads(line)
+                        name = message["exercise"]
+                    except (ValueError, KeyError, TypeError):
+                        continue
+                    if name == current:
+                        results[name] = message
+                        todo.pop(0)
+                        current = todo[0] if todo else None
+                        deadline = min(time.monotonic() + job.get("exercise_seconds",
+                                       EXERCISE_SECONDS), notebook_deadline)  # fmt: skip
+        _kill(pid)
+        _, status = os.waitpid(pid, 0)
+        shutil.rmtree(workdir, ignore_errors=True)
+        if todo:
+            name = todo.pop(0)
+            if timed_out:
+                seconds = job.get("exercise_seconds", EXERCISE_SECONDS)
+                message = f"still running after {seconds:.0f} s: stopped"
+                results[name] = {"exercise": name, "status": "timeout", "message": message}
+            else:
+                status_name, why = _exit_reason(status)
+                results[name] = {"exercise": name, "status": status_name, "message": why}
+            if time.monotonic() >= notebook_deadline:
+                for name in todo:
+                    results[name] = {"exercise": name, "status": "timeout",
+                                     "message": "the notebook's time ran out first"}  # fmt: skip
+                todo = []
+    return [results[name] for name in job["exercises"]]
+
+
+def worker() -> None:
+    """`python -m helpers.grade --worker`: read jobs (one JSON line each) on stdin, answer each
+    with one JSON line on stdout."""
+    import torch
+
+    import helpers.diagnose  # noqa: F401 - imported once here, shared by every forked child
+
+    torch.set_num_threads(1)  # one notebook per core; and no thread pool to fork
+    out = sys.stdout
+    sys.stdout = sys.stderr  # nothing else may write on the answers' line
+    for line in sys.stdin:
+        job = json.loads(line)
+        if hasattr(os, "fork"):
+            answer = run_job(job)
+        else:  # Windows: this worker runs one notebook in itself, then exits
+            answer = []
+            run_in_child(job, answer.append)
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+        if not hasattr(os, "fork"):
+            return
+
+
+# --- the grader ----------------------------------------------------------------------------------
+
+
+def _environment(home: str) -> dict[str, str]:
+    """The workers' environment: nothing of the teacher's (no tokens, no keys) but what Python
+    needs."""
+    env = {"PATH": os.defpath, "HOME": home, "TMPDIR": home, "TEMP": home, "TMP": home,
+           "LANG": "C.UTF-8", "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "MPLBACKEND": "Agg", "PYTHONIOENCODING": "utf-8"}  # fmt: skip
+    for name in ("SYSTEMROOT", "WINDIR"):  # Windows cannot start Python without them
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+class _Worker:
+    def __init__(self, home: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "helpers.grade", "--worker"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=home, env=_environment(home), text=True, encoding="utf-8",
+        )  # fmt: skip
+        self.answers: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.answers.put(line)
+        self.answers.put(None)
+
+    def ask(self, job: dict, seconds: float) -> list[dict] | None:
+        try:
+            self.process.stdin.write(json.dumps(job) + "\n")
+            self.process.stdin.flush()
+            line = self.answers.get(timeout=seconds)
+        except (OSError, queue.Empty):
+            line = None
+        if line is None:
+            return None
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def plan(folder: Path) -> tuple[list[dict], list[Result], list[str]]:
+    """(jobs to run, results known without running anything, the exercises assigned). An exercise
+    counts as assigned when some student handed in its notebook."""
+    titles = course_titles()
+    jobs, results = [], []
+    seen: dict[tuple[str, str], Submission] = {}
+    unread: list[tuple[Submission, str]] = []
+    for submission in find_submissions(folder):
+        notebook, problem = read_notebook(submission.path)
+        if notebook is None:
+            unread.append((submission, problem))
+            continue
+        stem = identify(submission.path.name, notebook, titles)
+        if stem is None:
+            unread.append((submission, "no exercise of the course in it (" + ", ".join(
+                EXERCISES) + ")"))  # fmt: skip
+            continue
+        exercise = BY_NOTEBOOK[stem]
+        key = (submission.student, exercise.function)
+        if key in seen:  # two copies of one notebook: the newer counts
+            older = seen[key]
+            if older.path.stat().st_mtime > submission.path.stat().st_mtime:
+                continue
+            jobs = [j for j in jobs if (j["student"], j["exercises"][0]) != key]
+            results = [r for r in results if (r.student, r.exercise) != key]
+        seen[key] = submission
+        found = extract(notebook, exercise)
+        if found.problem:
+            results.append(Result(submission.student, exercise.function, found.status,
+                                  found.problem, file=submission.relative))  # fmt: skip
+            continue
+        jobs.append({"student": submission.student, "file": submission.relative,
+                     "exercises": [exercise.function], "cells": found.cells,
+                     "cell": found.cell_of[exercise.function]})  # fmt: skip
+    assigned = [name for name in EXERCISES if any(k[1] == name for k in seen)]
+    students = sorted({s.student for s in seen.values()} | {s.student for s, _ in unread})
+    for submission, problem in unread:  # under its exercise if its name says which
+        named = [e.function for e in EXERCISES.values() if e.notebook in submission.path.name]
+        for name in named or assigned or list(EXERCISES)[:1]:
+            if (submission.student, name) not in seen and not any(
+                r.student == submission.student and r.exercise == name for r in results
+            ):
+                results.append(Result(submission.student, name, "invalid", problem,
+                                      file=submission.relative))  # fmt: skip
+    for student in students:
+        for name in assigned:
+            if (student, name) not in seen and not any(
+                r.student == student and r.exercise == name for r in results
+            ):
+                results.append(Result(student, name, "missing", "no notebook with this exercise"))
+    return jobs, results, assigned
+
+
+def grade(
+    folder: Path,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    exercise_seconds: float = EXERCISE_SECONDS,
+    notebook_seconds: float = NOTEBOOK_SECONDS,
+) -> tuple[list[Result], list[str]]:
+    """Grade every submission in `folder`; (results sorted by student and exercise, the exercises
+    assigned). The time limits are wall-clock seconds."""
+    jobs, results, assigned = plan(folder)
+    for job in jobs:
+        job.update(exercise_seconds=exercise_seconds, notebook_seconds=notebook_seconds)
+    workers = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
+    todo: queue.Queue = queue.Queue()
+    for job in jobs:
+        todo.put(job)
+    done, lock = [0], threading.Lock()
+    home = tempfile.mkdtemp(prefix="grader-")
+
+    def serve() -> None:
+        current = _Worker(home)
+        while True:
+            try:
+                job = todo.get_nowait()
+            except queue.Empty:
+                break
+            start = time.monotonic()
+            answer = current.ask(job, notebook_seconds + 60)
+            if answer is None or not hasattr(os, "fork"):
+                current.close()
+                current = _Worker(home)
+            if answer is None:
+                answer = [{"exercise": name, "status": "crashed",
+                           "message": "the grading process stopped answering"}
+                          for name in job["exercises"]]  # fmt: skip
+            with lock:
+                for message in answer:
+                    results.append(_result(job, message, time.monotonic() - start))
+                done[0] += 1
+                if progress:
+                    progress(done[0], len(jobs))
+        current.close()
+
+    threads = [threading.Thread(target=serve) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    shutil.rmtree(home, ignore_errors=True)
+    order = {name: i for i, name in enumerate(EXERCISES)}
+    results.sort(key=lambda r: (r.student, order.get(r.exercise, 99)))
+    return results, assigned
+
+
+def _result(job: dict, message: dict, seconds: float) -> Result:
+    lines = [f"cell {job['cell']}, {line}" if line else "" for line in message.get("lines", [])]
+    status = message.get("status", "crashed")
+    return Result(
+        job["student"], message.get("exercise", job["exercises"][0]),
+        status if status in STATUSES else "crashed", str(message.get("message", ""))[:2000],
+        [str(m) for m in message.get("mistakes", [])], lines, job["file"],
+        float(message.get("seconds", seconds)),
+    )  # fmt: skip
+
+
+def as_dicts(results: Iterable[Result]) -> Iterator[dict]:
+    for result in results:
+        yield asdict(result)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--worker"]:
+        worker()
+    else:
+        raise SystemExit(
+            "usage: python -m helpers.report SUBMISSIONS (this module's workers run with --worker)"
+        )

@@ -1,0 +1,98 @@
+"""Submitted notebooks for tests/test_report.py and the bench: right ones, the checker's catalogued
+mistakes, and the bad inputs a grader must survive (each names what it tries).
+
+A submission is the course's own notebook with its exercise cell replaced, as a student who
+filled in the student copy would hand it in.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOOP = "03_per_head_projections"  # the exercise most cases replace: my_attention, 03's loop
+
+_LOOP_HEAD = "def my_attention(x, w_q, w_k, w_v, w_o):\n"
+_LOOP_BODY = """\
+    heads = []
+    for w_qi, w_ki, w_vi in zip(w_q, w_k, w_v):
+        q, k, v = x @ w_qi.T, x @ w_ki.T, x @ w_vi.T
+        weights = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).softmax(dim=-1)
+        heads.append(weights @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+"""
+
+# my_attention with one catalogued mistake each: (the mistake the checker should name, code)
+MISTAKEN = {
+    "no_scaling": _LOOP_HEAD + _LOOP_BODY.replace(" / q.shape[-1] ** 0.5", ""),
+    "w_o_missing": _LOOP_HEAD + _LOOP_BODY.replace(" @ w_o.T", ""),
+    "no_softmax": _LOOP_HEAD + _LOOP_BODY.replace(".softmax(dim=-1)", ""),
+    "values_from_w_k": _LOOP_HEAD + _LOOP_BODY.replace("x @ w_vi.T", "x @ w_ki.T"),
+}
+
+
+def _prelude(body: str) -> str:
+    return _LOOP_HEAD + body
+
+
+# bad inputs, as the function's code (a {path} is filled in by the test); each must cost only its
+# own grade. "what the report must say" is a piece of the message.
+BAD_CODE = {
+    "infinite loop": ("timeout", _prelude("    while True:\n        pass\n")),
+    "fork bomb": ("error", _prelude("    import os\n    while True:\n        os.fork()\n")),
+    "2-GB allocation": ("memory", _prelude("    big = torch.ones(2**29)\n    return big\n")),
+    "100 MB of output": (
+        "error",
+        _prelude("    for _ in range(100):\n        print('x' * 1_000_000)\n" + _LOOP_BODY),
+    ),
+    "reads another student's file": (
+        "error",
+        _prelude("    open({path!r}).read()\n" + _LOOP_BODY),
+    ),
+    "opens a socket": (
+        "error",
+        _prelude(
+            "    import socket\n    socket.create_connection(('127.0.0.1', 9))\n" + _LOOP_BODY
+        ),
+    ),
+    "writes outside its folder": (
+        "error",
+        _prelude("    open({path!r}, 'w').write('written by a submission')\n" + _LOOP_BODY),
+    ),
+    "deletes a file": ("error", _prelude("    import os\n    os.remove({path!r})\n" + _LOOP_BODY)),
+    "kills the grader": (
+        "error",
+        _prelude("    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n" + _LOOP_BODY),
+    ),
+    "reads the environment": (
+        "error",
+        _prelude("    import os\n    raise RuntimeError(' '.join(sorted(os.environ)))\n"),
+    ),
+    "renamed function": ("not_found", _prelude(_LOOP_BODY).replace("my_attention", "my_attn")),
+    "syntax error": ("invalid", _prelude("    heads = [\n" + _LOOP_BODY)),
+}
+
+
+def course_notebook(stem: str) -> dict:
+    return json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text(encoding="utf-8"))
+
+
+def with_exercise(stem: str, source: str | None) -> dict:
+    """The course's notebook `stem` with its exercise cell's source replaced (None: the course's
+    solution kept) and every output cleared, as a student hands it in."""
+    notebook = course_notebook(stem)
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        cell["outputs"], cell["execution_count"] = [], None
+        if source is not None and "solution" in cell["metadata"].get("tags", []):
+            cell["source"] = source
+    return notebook
+
+
+def write(path: Path, notebook: dict | str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = notebook if isinstance(notebook, str) else json.dumps(notebook, indent=1)
+    path.write_text(text, encoding="utf-8")
+    return path
