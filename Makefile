@@ -7,6 +7,8 @@
 #   make bench      speed figures against their targets (prints; saves .bench/bench.json)
 #   make student    a copy of the notebooks without the exercise solutions, in student/
 #   make site       the course as a static site in site/ (BINDER=owner/repo for Binder links)
+#   make report SUBMISSIONS=folder   (teachers) grade submitted notebooks into report/
+#                   (PSEUDONYMISE=1: stable pseudonyms in place of names; OUT=dir: elsewhere)
 
 PYTHON ?= python3
 COURSE := $(PYTHON) -m helpers.course
@@ -16,7 +18,11 @@ NOTEBOOKS ?= notebooks
 SERVE ?=
 export PORT CULL_IDLE NOTEBOOKS
 
-.PHONY: setup lab test lint unit nbval notebooks bench student site clean
+SUBMISSIONS ?=
+OUT ?= report
+PSEUDONYMISE ?=
+
+.PHONY: setup lab test lint unit nbval notebooks bench student site report clean
 
 setup:
 	$(COURSE) setup
@@ -41,6 +47,10 @@ student:
 
 site:
 	$(COURSE) site $(if $(BINDER),--binder $(BINDER))
+
+report:
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make report SUBMISSIONS=folder [OUT=report] [PSEUDONYMISE=1]"; exit 2; }
+	$(COURSE) report "$(SUBMISSIONS)" --out "$(OUT)" $(if $(PSEUDONYMISE),--pseudonymise)
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis *.egg-info

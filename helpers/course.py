@@ -7,6 +7,8 @@
     python -m helpers.course bench      speed figures against their targets (never fails on a time)
     python -m helpers.course site       the course as a static site in site/ (panels work, no
                                         Python needed to read it; needs npm once, for MathJax)
+    python -m helpers.course report DIR (teachers) grade a folder of submitted notebooks, each
+                                        confined; report/report.html, .csv, .json
 
 On Windows type `py` for `python`; on Linux and macOS, `python3` where `python` is not found.
 The Makefile's targets call these. Standard library only: this runs with the system's Python,
@@ -344,6 +346,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--binder", default=os.environ.get("COURSE_BINDER"), metavar="OWNER/REPO",
         help="the course's GitHub repository, for the pages' Binder links (or $COURSE_BINDER)",
     )  # fmt: skip
+    report = sub.add_parser("report", help="grade submitted notebooks: report/report.html")
+    report.add_argument("submissions", metavar="SUBMISSIONS", help="the folder of notebooks")
+    report.add_argument("--out", default="report", help="where the report goes (default report/)")
+    report.add_argument(
+        "--pseudonymise", action="store_true", help="stable pseudonyms for the students' names"
+    )
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):  # a Windows pipe may not take "✓": never fail on it
         sys.stdout.reconfigure(errors="replace")
@@ -387,6 +395,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "site":
         setup()
         _run([py, "-m", "helpers.site", *(["--binder", args.binder] if args.binder else [])])
+    elif args.command == "report":
+        setup()
+        pseudonymise = ["--pseudonymise"] if args.pseudonymise else []
+        command = [py, "-m", "helpers.report", args.submissions, "--out", args.out, *pseudonymise]
+        _run(command, cwd=Path.cwd())
     return 0
 
 

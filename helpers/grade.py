@@ -519,14 +519,41 @@ def run_job(job: dict, limits: sandbox.Limits = LIMITS) -> list[dict]:
     return [results[name] for name in job["exercises"]]
 
 
+def course_imports(notebooks: Path = ROOT / "notebooks") -> list[str]:
+    """The modules the course's own notebooks with an exercise import (the trusted originals)."""
+    modules = []
+    for stem in BY_NOTEBOOK:
+        path = notebooks / f"{stem}.ipynb"
+        if not path.exists():
+            continue
+        for _, source in _code_cells(json.loads(path.read_text(encoding="utf-8"))):
+            try:
+                tree = ast.parse(python_source(source))
+            except SyntaxError:
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    modules += [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.append(node.module)
+    return list(dict.fromkeys(modules))
+
+
 def worker() -> None:
     """`python -m helpers.grade --worker`: read jobs (one JSON line each) on stdin, answer each
     with one JSON line on stdout."""
+    import importlib
+
     import torch
 
     import helpers.diagnose  # noqa: F401 - imported once here, shared by every forked child
 
     torch.set_num_threads(1)  # one notebook per core; and no thread pool to fork
+    for module in course_imports():  # what the course's notebooks import, once for every child
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - a child that needs it reports the error itself
+            pass
     out = sys.stdout
     sys.stdout = sys.stderr  # nothing else may write on the answers' line
     for line in sys.stdin:

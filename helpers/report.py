@@ -167,10 +167,12 @@ def figure(entry: dict) -> str:
         ax.xaxis.get_major_locator().set_params(integer=True)
         fig.tight_layout()
         buffer = io.StringIO()
-        fig.savefig(buffer, format="svg")
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
         plt.close(fig)
     svg = buffer.getvalue()
-    return svg[svg.index("<svg") :]
+    svg = svg[svg.index("<svg") :]
+    start, end = svg.find("<metadata>"), svg.find("</metadata>")
+    return svg[:start] + svg[end + len("</metadata>") :] if start >= 0 else svg
 
 
 _CSS = """

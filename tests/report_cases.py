@@ -70,7 +70,7 @@ BAD_CODE = {
         _prelude("    import os\n    raise RuntimeError(' '.join(sorted(os.environ)))\n"),
     ),
     "renamed function": ("not_found", _prelude(_LOOP_BODY).replace("my_attention", "my_attn")),
-    "syntax error": ("invalid", _prelude("    heads = [\n" + _LOOP_BODY)),
+    "syntax error": ("syntax", _prelude("    heads = [\n" + _LOOP_BODY)),
 }
 
 
@@ -96,3 +96,56 @@ def write(path: Path, notebook: dict | str) -> Path:
     text = notebook if isinstance(notebook, str) else json.dumps(notebook, indent=1)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# one slip that applies to most solutions, for a generated class: (what it replaces, with what)
+SLIPS = (
+    ("softmax(dim=-1)", "softmax(dim=-2)"),
+    ("** 0.5", "** 1"),
+    (".transpose(1, 2)", ""),
+    (" @ w_o.T", ""),
+)
+
+
+def solution(stem: str) -> str:
+    """The course's solution of the exercise in notebook `stem`."""
+    for cell in course_notebook(stem)["cells"]:
+        if "solution" in cell["metadata"].get("tags", []):
+            return "".join(cell["source"])
+    raise KeyError(f"{stem} has no exercise")
+
+
+def skeleton(stem: str) -> str:
+    """The student copy's skeleton of that exercise (raises NotImplementedError)."""
+    from tests.student.build import stub
+
+    return stub(solution(stem))
+
+
+def make_class(folder: Path, students: int, seed: int = 0) -> dict[str, int]:
+    """`students` students, each handing in every notebook with an exercise: about half right,
+    a fifth not done (the skeleton), the rest with one slip (03: a catalogued mistake). Returns
+    how many notebooks of each kind were written."""
+    import random
+
+    from helpers.grade import EXERCISES
+
+    rng = random.Random(seed)
+    kinds: dict[str, int] = {}
+    for n in range(students):
+        for exercise in EXERCISES.values():
+            stem, roll = exercise.notebook, rng.random()
+            source, kind = None, "right"
+            if roll > 0.7:
+                source, kind = skeleton(stem), "not done"
+            elif roll > 0.5:
+                if stem == LOOP:
+                    source = rng.choice(list(MISTAKEN.values()))
+                else:
+                    text = solution(stem)
+                    slips = [(a, b) for a, b in SLIPS if a in text]
+                    source = text.replace(*rng.choice(slips), 1) if slips else text
+                kind = "slip"
+            write(folder / f"student{n:03d}" / f"{stem}.ipynb", with_exercise(stem, source))
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
