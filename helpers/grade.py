@@ -89,6 +89,8 @@ STATUSES = {
     "right": "right",
     "mistake": "a named mistake",
     "unknown": "a difference the checker cannot name",
+    "shape": "the wrong shape",
+    "other": "another problem (see its message)",
     "error": "raised an error",
     "not_done": "not done (still the skeleton)",
     "timeout": "ran out of time",
@@ -336,7 +338,9 @@ def _classify(diagnosis) -> str:
         return "memory" if any(m in low for m in memory) else "error"
     if diagnosis.findings and all(f.mistake for f in diagnosis.findings):
         return "mistake"
-    return "unknown"
+    if diagnosis.findings:
+        return "unknown"
+    return "shape" if message.startswith("✗ Expected shape") else "other"
 
 
 def _check(exercise: Exercise, fn: Callable) -> dict:
@@ -368,12 +372,13 @@ def run_in_child(job: dict, send: Callable[[dict], None]) -> None:
         name = f"<cell {cell['index']}>"
         lines = cell["source"].splitlines(keepends=True)
         linecache.cache[name] = (len(cell["source"]), None, lines, name)
-        try:
-            tree = ast.parse(cell["source"])
-            tree.body = [tree.body[i] for i in cell["keep"]]
-            exec(compile(tree, name, "exec"), namespace)  # noqa: S102 - confined (helpers.sandbox)
-        except BaseException as err:  # noqa: BLE001 - their code: every problem is a message
-            failures.append(f"cell {cell['index']}: {type(err).__name__}: {err}"[:300])
+        tree = ast.parse(cell["source"])
+        for i in cell["keep"]:  # one by one: a failed import does not stop the definitions
+            try:
+                statement = ast.Module(body=[tree.body[i]], type_ignores=[])
+                exec(compile(statement, name, "exec"), namespace)  # noqa: S102 - confined
+            except BaseException as err:  # noqa: BLE001 - their code: every problem is a message
+                failures.append(f"cell {cell['index']}: {type(err).__name__}: {err}"[:300])
     for function in job["exercises"]:
         exercise = EXERCISES[function]
         fn = namespace.get(function)

@@ -40,10 +40,9 @@ from helpers.grade import EXERCISES, STATUSES, Result
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_FILE = ROOT / ".report-key"
-RIGHT, MISTAKE = "#1a7f37", "#b4460f"  # on white: 5.1:1 and 5.3:1
-OTHER = "#57606a"  # 6.0:1
-_FAILED = ("unknown", "error", "output", "not_done", "timeout", "memory", "crashed",
-           "not_found", "syntax", "invalid", "missing")  # fmt: skip
+RIGHT, MISTAKE = "#1a7f37", "#b4460f"  # on white: 5.1:1 and 5.5:1
+OTHER = "#57606a"  # 6.4:1
+_FAILED = tuple(s for s in STATUSES if s not in ("right", "mistake"))  # in STATUSES' order
 
 
 # --- pseudonyms ----------------------------------------------------------------------------------
@@ -97,10 +96,10 @@ def mistake_words(name: str) -> str:
 
 
 SHORT = {
-    "unknown": "unnamed difference", "error": "error", "output": "too much output",
-    "not_done": "not done", "timeout": "time-out", "memory": "out of memory", "crashed": "died",
-    "not_found": "not found", "syntax": "syntax error", "invalid": "unreadable",
-    "missing": "not submitted",
+    "unknown": "unnamed difference", "shape": "wrong shape", "other": "other", "error": "error",
+    "output": "too much output", "not_done": "not done", "timeout": "time-out",
+    "memory": "out of memory", "crashed": "died", "not_found": "not found",
+    "syntax": "syntax error", "invalid": "unreadable", "missing": "not submitted",
 }  # fmt: skip
 
 
@@ -127,6 +126,8 @@ def summary(results: list[Result], assigned: list[str]) -> list[dict]:
                     examples.setdefault(mistake, line)
             else:
                 rows[(r.status, "")] += 1
+                if r.lines and r.lines[0]:
+                    examples.setdefault(f"status:{r.status}", r.lines[0])
         out.append({
             "exercise": name,
             "notebook": EXERCISES[name].notebook,
@@ -138,6 +139,8 @@ def summary(results: list[Result], assigned: list[str]) -> list[dict]:
                 for (kind, m), c in rows.most_common() if kind == "mistake"
             ],
             "other": {s: rows[(s, "")] for s in _FAILED if rows[(s, "")]},
+            "other_examples": {s: examples[f"status:{s}"] for s in _FAILED
+                               if f"status:{s}" in examples},  # fmt: skip
         })  # fmt: skip
     return out
 
@@ -182,6 +185,8 @@ h1 { font-size: 1.8em; } h2 { font-size: 1.45em; margin-top: 1.6em; }
 table { border-collapse: collapse; font-size: 16px; margin: .6em 0; }
 th, td { border: 1px solid #8c959f; padding: .25em .55em; text-align: left; vertical-align: top; }
 th { background: #eaeef2; }
+table.students { width: 100%; table-layout: fixed; overflow-wrap: anywhere; }
+table.students th:first-child { width: 9em; } table.students th:nth-child(2) { width: 3.5em; }
 td.right { color: #1a7f37; } td.wrong { color: #b4460f; } td.other { color: #57606a; }
 code { font: 15px/1.3 ui-monospace, monospace; background: #f6f8fa; padding: 0 .2em; }
 .figure svg { max-width: 100%; height: auto; }
@@ -235,18 +240,37 @@ def render_html(results: list[Result], assigned: list[str], meta: dict) -> str:
                     f"<td>{_example(m['example'])}</td></tr>"
                 )
             for status, count in entry["other"].items():
-                parts.append(f"<tr><td>{_e(STATUSES[status])}</td><td>{count}</td><td></td></tr>")
+                example = entry["other_examples"].get(status)
+                parts.append(
+                    f"<tr><td>{_e(STATUSES[status])}</td><td>{count}</td>"
+                    f"<td>{_example(example) if example else ''}</td></tr>"
+                )
             parts.append("</table>")
         parts.append(
             f"<div class='figure' role='img' aria-label='{_e(_figure_words(entry))}'>"
             f"{figure(entry)}</div>"
         )
+    rights = {
+        s: sum(by[(s, n)].status == "right" for n in assigned if (s, n) in by) for s in students
+    }
+    behind = sorted((s for s in students if 2 * rights[s] < len(assigned)), key=rights.get)
+    parts.append(
+        "<h2>Who may need help</h2><p>"
+        + (
+            f"{len(behind)} of {len(students)} students are right on fewer than half of the "
+            f"{len(assigned)} exercise(s), fewest first: "
+            + ", ".join(f"{_e(s)} ({rights[s]}/{len(assigned)})" for s in behind)
+            if behind
+            else "Every student is right on at least half of the exercises."
+        )
+        + "</p>"
+    )
     numbers = {name: EXERCISES[name].notebook[:2] for name in assigned}
     parts.append(
         "<h2>The students</h2><p>Columns by notebook: "
         + " · ".join(f"{numbers[n]} <code>{_e(n)}</code>" for n in assigned)
         + ". ✓ right, ✗ the finding, – not submitted.</p>"
-        "<table><tr><th>student</th><th>right</th>"
+        "<table class='students'><tr><th>student</th><th>right</th>"
         + "".join(f"<th title='{_e(n)}'>{numbers[n]}</th>" for n in assigned)
         + "</tr>"
     )
@@ -261,7 +285,8 @@ def render_html(results: list[Result], assigned: list[str], meta: dict) -> str:
                 cells.append("<td class='right'>✓</td>")
             else:
                 kind = "wrong" if r.status == "mistake" else "other"
-                cells.append(f"<td class='{kind}'>✗ {_e(finding(r))}</td>")
+                words = _e(finding(r)).replace("_", "_<wbr>")  # long names break at a _
+                cells.append(f"<td class='{kind}'>✗ {words}</td>")
         parts.append(
             f"<tr><td>{_e(student)}</td><td>{right}/{len(assigned)}</td>{''.join(cells)}</tr>"
         )

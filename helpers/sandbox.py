@@ -199,9 +199,10 @@ def protections() -> dict[str, bool]:
         "a separate process per notebook": True,
         "a wall-clock time limit per notebook and per exercise": True,
         "a scrubbed environment and an empty working folder": True,
-        "memory, CPU-time and output limits (setrlimit)": fork,
-        "runs as an unprivileged user, or as root without capabilities (when the grader runs "
-        "as root)": fork and os.name == "posix",
+        "a memory limit (address space; setrlimit)": linux and fork,
+        "CPU-time and output limits (setrlimit)": fork,
+        "runs as the user nobody, or as root without any capability, when the grader runs as "
+        "root": fork,
         "reads only Python, its packages and the course's helpers; writes nowhere (Landlock)": (
             linux and abi >= 1
         ),
