@@ -140,8 +140,22 @@ def find_submissions(folder: Path) -> list[Submission]:
             path = Path(dirpath) / name
             parts = path.relative_to(base).parts
             student = parts[0] if len(parts) > 1 else path.stem
-            found.append(Submission(student, path, str(path.relative_to(folder))))
+            relative = _printable(str(path.relative_to(folder)))
+            found.append(Submission(_printable(student), path, relative))
     return found
+
+
+MAX_CODE = 512 << 10  # the code cells of a notebook, together: more is not parsed
+
+
+def _code_bytes(notebook: dict) -> int:
+    return sum(len(source) for _, source in _code_cells(notebook))
+
+
+def _printable(text: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (kept by os.walk as surrogates) shown as
+    U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def read_notebook(path: Path) -> tuple[dict | None, str]:
@@ -158,6 +172,8 @@ def read_notebook(path: Path) -> tuple[dict | None, str]:
         return None, "not a notebook: not UTF-8 text"
     except json.JSONDecodeError as err:
         return None, f"not a notebook: invalid JSON (line {err.lineno}: {err.msg})"
+    except RecursionError:
+        return None, "not a notebook: JSON nested too deeply"
     except OSError as err:
         return None, f"could not be read: {err.strerror}"
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
@@ -237,12 +253,12 @@ def _defined_functions(source: str) -> set[str]:
 
 
 def _kept(node: ast.stmt) -> bool:
-    """Whether a top-level statement is one the grader runs: imports, definitions and assignments
-    of literal constants (h = 4), nothing that does work."""
-    if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef
-                  | ast.ClassDef):  # fmt: skip
+    """Whether a top-level statement is one the grader runs: imports, function definitions (their
+    decorators and default values run with them) and assignments of a literal constant to a name
+    (h = 4); no class body, nothing else that does work."""
+    if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef):
         return True
-    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+    if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets):
         try:
             ast.literal_eval(node.value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -263,7 +279,7 @@ def extract(notebook: dict, exercise: Exercise) -> Extract:
     """The code to run for an exercise: every code cell's imports, function and class definitions
     and constant assignments, in order (a cell with a syntax error is skipped, unless it is the
     exercise's own)."""
-    cells, cell_of, problem, status = [], {}, "", ""
+    cells, cell_of, arity, problem, status = [], {}, {}, "", ""
     code_cells = _code_cells(notebook)
     for number, (_, source) in enumerate(code_cells):
         text = python_source(source)
@@ -282,15 +298,15 @@ def extract(notebook: dict, exercise: Exercise) -> Extract:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 cell_of.setdefault(node.name, number + 1)
+                arity.setdefault(node.name, len(node.args.args))
         if keep:
             cells.append({"index": number + 1, "source": text, "keep": keep})
     if not problem and exercise.function not in cell_of:
         status = "not_found"
         problem = f"no function named {exercise.function} in this notebook"
-        alike = [
-            name for name in cell_of
-            if name not in EXERCISES and _same_arity(notebook, name, exercise)
-        ]  # fmt: skip
+        wanted = _course_arity(exercise.function)
+        alike = [name for name in cell_of
+                 if name not in EXERCISES and wanted in (None, arity[name])]  # fmt: skip
         if alike:
             problem += f"; it defines {', '.join(alike[:3])}: renamed? The check looks for the name"
     return Extract(cells, cell_of, problem, status)
@@ -308,19 +324,6 @@ def _course_arity(function: str) -> int | None:
             if isinstance(node, ast.FunctionDef) and node.name == exercise.function:
                 return len(node.args.args)
     return None
-
-
-def _same_arity(notebook: dict, name: str, exercise: Exercise) -> bool:
-    arity = _course_arity(exercise.function)
-    for _, source in _code_cells(notebook):
-        try:
-            tree = ast.parse(python_source(source))
-        except (SyntaxError, ValueError):
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name == name:
-                return arity is None or len(node.args.args) == arity
-    return False
 
 
 # --- the confined child (runs the submission) ----------------------------------------------------
@@ -570,6 +573,7 @@ def worker() -> None:
             run_in_child(job, answer.append)
         out.write(json.dumps(answer) + "\n")
         out.flush()
+        del answer, job, line  # the next child is forked from here: nothing of this one in it
         if not hasattr(os, "fork"):
             return
 
@@ -639,10 +643,17 @@ def plan(folder: Path) -> tuple[list[dict], list[Result], list[str]]:
     unread: list[tuple[Submission, str]] = []
     for submission in find_submissions(folder):
         notebook, problem = read_notebook(submission.path)
+        if notebook is not None and _code_bytes(notebook) > MAX_CODE:
+            notebook, problem = None, f"over {MAX_CODE >> 10} KB of code: not read"
         if notebook is None:
             unread.append((submission, problem))
             continue
-        stem = identify(submission.path.name, notebook, titles)
+        try:
+            stem = identify(submission.path.name, notebook, titles)
+            found = extract(notebook, BY_NOTEBOOK[stem]) if stem else None
+        except (RecursionError, MemoryError, ValueError, TypeError) as err:
+            unread.append((submission, f"could not be read ({type(err).__name__})"))
+            continue
         if stem is None:
             unread.append((submission, "no exercise of the course in it (" + ", ".join(
                 EXERCISES) + ")"))  # fmt: skip
@@ -656,7 +667,6 @@ def plan(folder: Path) -> tuple[list[dict], list[Result], list[str]]:
             jobs = [j for j in jobs if (j["student"], j["exercises"][0]) != key]
             results = [r for r in results if (r.student, r.exercise) != key]
         seen[key] = submission
-        found = extract(notebook, exercise)
         if found.problem:
             results.append(Result(submission.student, exercise.function, found.status,
                                   found.problem, file=submission.relative))  # fmt: skip
@@ -710,7 +720,10 @@ def grade(
             except queue.Empty:
                 break
             start = time.monotonic()
-            answer = current.ask(job, notebook_seconds + 60)
+            try:
+                answer = current.ask(job, notebook_seconds + 60)
+            except Exception:  # noqa: BLE001 - never lose the jobs after this one
+                answer = None
             if answer is None or not hasattr(os, "fork"):
                 current.close()
                 current = _Worker(home)
@@ -718,9 +731,11 @@ def grade(
                 answer = [{"exercise": name, "status": "crashed",
                            "message": "the grading process stopped answering"}
                           for name in job["exercises"]]  # fmt: skip
+            answer = answer if isinstance(answer, list) else []
+            answer += [None] * (len(job["exercises"]) - len(answer))
             with lock:
-                for message in answer:
-                    results.append(_result(job, message, time.monotonic() - start))
+                for name, message in zip(job["exercises"], answer):
+                    results.append(_result(job, message, time.monotonic() - start, name))
                 done[0] += 1
                 if progress:
                     progress(done[0], len(jobs))
@@ -737,14 +752,38 @@ def grade(
     return results, assigned
 
 
-def _result(job: dict, message: dict, seconds: float) -> Result:
-    lines = [f"cell {job['cell']}, {line}" if line else "" for line in message.get("lines", [])]
-    status = message.get("status", "crashed")
+def known_mistake(name: object) -> bool:
+    """Whether `name` is one the checker can report (a message is the submission's process's
+    word: anything else in it was not written by the checker)."""
+    from helpers.mistakes import MISTAKES, SLIPS, WRONG_NUM_HEADS
+
+    if not isinstance(name, str):
+        return False
+    count = name.removeprefix(WRONG_NUM_HEADS)
+    return name in MISTAKES or name in SLIPS or (count != name and count.isdigit())
+
+
+def _strings(value: object, most: int = 8) -> list[str]:
+    return [str(v)[:500] for v in value[:most]] if isinstance(value, list) else []
+
+
+def _result(job: dict, message: object, seconds: float, exercise: str) -> Result:
+    """A Result from a child's message, which is untrusted: every field is checked, and what does
+    not fit makes it 'crashed'."""
+    if not isinstance(message, dict) or message.get("exercise") != exercise:
+        message = {"status": "crashed", "message": "no answer the grader could read"}
+    status = message.get("status")
+    mistakes = _strings(message.get("mistakes"))
+    if status not in STATUSES or (status == "mistake" and not all(map(known_mistake, mistakes))):
+        status, mistakes = "crashed", []
+        message = {"message": "the answer from the submission's process was malformed"}
+    lines = [
+        f"cell {job['cell']}, {line}" if line else "" for line in _strings(message.get("lines"))
+    ]
+    elapsed = message.get("seconds")
     return Result(
-        job["student"], message.get("exercise", job["exercises"][0]),
-        status if status in STATUSES else "crashed", str(message.get("message", ""))[:2000],
-        [str(m) for m in message.get("mistakes", [])], lines, job["file"],
-        float(message.get("seconds", seconds)),
+        job["student"], exercise, status, str(message.get("message", ""))[:2000], mistakes,
+        lines, job["file"], float(elapsed) if isinstance(elapsed, int | float) else seconds,
     )  # fmt: skip
 
 

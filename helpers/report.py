@@ -156,7 +156,7 @@ def figure(entry: dict) -> str:
     bars = [("right", entry["right"], RIGHT)]
     bars += [(m["name"], m["count"], MISTAKE) for m in entry["mistakes"]]
     bars += [(STATUSES[s], n, OTHER) for s, n in entry["other"].items()]
-    with plt.rc_context({"svg.fonttype": "none", "font.size": 16}):
+    with plt.rc_context({"svg.fonttype": "none", "font.size": 16, "text.parse_math": False}):
         fig, ax = plt.subplots(figsize=(9, 0.55 * len(bars) + 1.0), dpi=100)
         labels = [b[0] for b in bars]
         ax.barh(range(len(bars)), [b[1] for b in bars], color=[b[2] for b in bars])
@@ -337,14 +337,16 @@ def write_report(
 ) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     paths = {kind: out / f"report.{kind}" for kind in ("html", "csv", "json")}
-    paths["html"].write_text(render_html(results, assigned, meta), encoding="utf-8")
-    paths["csv"].write_text(render_csv(results), encoding="utf-8")
+    paths["html"].write_text(
+        render_html(results, assigned, meta), encoding="utf-8", errors="backslashreplace"
+    )
+    paths["csv"].write_text(render_csv(results), encoding="utf-8", errors="backslashreplace")
     document = {
         **meta,
         "exercises": summary(results, assigned),
         "results": list(grade.as_dicts(results)),
     }
-    paths["json"].write_text(json.dumps(document, indent=1, ensure_ascii=False), encoding="utf-8")
+    paths["json"].write_text(json.dumps(document, indent=1), encoding="utf-8")
     return paths
 
 
@@ -360,6 +362,9 @@ def problem_with(submissions: Path, out: Path) -> str | None:
     """Why these folders cannot be used, or None."""
     if not submissions.is_dir():
         return f"{submissions}: no such folder"
+    refusal = sandbox.refusal(grade.readable_paths())
+    if refusal:
+        return refusal
     if _inside(out, submissions):
         return f"--out {out} is inside the submissions folder: the grader never writes there"
     for readable in grade.readable_paths():

@@ -16,8 +16,10 @@ call the submitted code can make undoes it.
   on (Linux 6.7) it may not bind or connect a TCP socket; from ABI 6 (Linux 6.12) it may not signal
   a process outside itself.
 - seccomp (Linux, x86-64 and arm64): no socket at all, no new process (fork, vfork, clone without
-  CLONE_THREAD), no exec, no ptrace, no signal to any other process, no namespaces, mounts, bpf,
-  io_uring, keyrings or reading another process's memory. Threads are allowed (PyTorch's own).
+  CLONE_THREAD), no exec, no ptrace, no signal, resource limit or scheduling change for any other
+  process, no change to a file's mode, owner, times or extended attributes (Landlock does not
+  cover those), no namespaces, mounts, bpf, io_uring, keyrings or reading another process's
+  memory. Threads are allowed (PyTorch's own).
 
 `PROTECTIONS` says which of these this machine enforces; the report prints it. On macOS only the
 resource limits hold (macOS does not enforce the address-space limit); on Windows (no fork) the
@@ -124,7 +126,13 @@ _DENIED = {
         "init_module": 175, "finit_module": 313, "delete_module": 176, "kexec_load": 246,
         "chroot": 161, "pivot_root": 155, "umount2": 166, "swapon": 167, "swapoff": 168,
         "settimeofday": 164, "clock_settime": 227, "sethostname": 170, "setdomainname": 171,
-        "acct": 163, "iopl": 172, "ioperm": 173, "open_by_handle_at": 304,
+        "acct": 163, "iopl": 172, "ioperm": 173, "open_by_handle_at": 304, "chmod": 90,
+        "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "chown": 92, "fchown": 93, "lchown": 94,
+        "fchownat": 260, "utime": 132, "utimes": 235, "utimensat": 280, "futimesat": 261,
+        "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197,
+        "lremovexattr": 198, "fremovexattr": 199, "setxattrat": 463, "removexattrat": 466,
+        "pidfd_getfd": 438, "kcmp": 312, "setpriority": 141, "ioprio_set": 251,
+        "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
     },
     "aarch64": {
         "socket": 198, "execve": 221, "execveat": 281, "ptrace": 117, "tkill": 130,
@@ -135,15 +143,25 @@ _DENIED = {
         "finit_module": 273, "delete_module": 106, "kexec_load": 104, "chroot": 51,
         "pivot_root": 41, "umount2": 39, "swapon": 224, "swapoff": 225, "settimeofday": 170,
         "clock_settime": 112, "sethostname": 161, "setdomainname": 162, "acct": 89,
-        "open_by_handle_at": 265,
+        "open_by_handle_at": 265, "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "fchown": 55,
+        "fchownat": 54, "utimensat": 88, "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7,
+        "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16, "setxattrat": 463,
+        "removexattrat": 466, "pidfd_getfd": 438, "kcmp": 272, "setpriority": 140,
+        "ioprio_set": 30, "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
     },
 }  # fmt: skip
 _CLONE = {"x86_64": 56, "aarch64": 220}
 _CLONE3 = 435
-_KILL = {"x86_64": (62, 234), "aarch64": (129, 131)}  # kill, tgkill: the first argument is a pid
+# calls whose first argument is a pid: allowed on this process only (its pid, or 0 = itself):
+# kill, tgkill, prlimit64, sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr
+_OWN_PID = {
+    "x86_64": (62, 234, 302, 203, 144, 142, 314),
+    "aarch64": (129, 131, 261, 122, 119, 118, 274),
+}
+_X32 = 0x40000000  # x86-64's x32 numbers: none allowed
 _CLONE_THREAD = 0x00010000
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
-_LD_W_ABS, _JEQ_K, _JSET_K, _RET_K = 0x20, 0x15, 0x45, 0x06
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 
 
@@ -152,6 +170,8 @@ def _seccomp_program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
     deny = _RET_ERRNO | errno.EPERM
     prog = [(_LD_W_ABS, 0, 0, 4), (_JEQ_K, 1, 0, _AUDIT_ARCH[machine]), (_RET_K, 0, 0, deny)]
     prog.append((_LD_W_ABS, 0, 0, 0))  # the syscall's number
+    if machine == "x86_64":
+        prog += [(_JGE_K, 0, 1, _X32), (_RET_K, 0, 0, deny)]
     for number in _DENIED[machine].values():
         prog += [(_JEQ_K, 0, 1, number), (_RET_K, 0, 0, deny)]
     prog += [(_JEQ_K, 0, 1, _CLONE3), (_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS)]  # glibc: clone
@@ -160,8 +180,8 @@ def _seccomp_program(machine: str, pid: int) -> list[tuple[int, int, int, int]]:
         (_JEQ_K, 0, 4, _CLONE[machine]), (_LD_W_ABS, 0, 0, 16), (_JSET_K, 1, 0, _CLONE_THREAD),
         (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW),
     ]  # fmt: skip
-    # kill and tgkill: only this process (its own pid, or 0: its own group)
-    for number in _KILL[machine]:
+    # kill, prlimit64, …: only this process (its own pid, or 0)
+    for number in _OWN_PID[machine]:
         prog += [(_JEQ_K, 0, 5, number), (_LD_W_ABS, 0, 0, 16), (_JEQ_K, 2, 0, pid),
                  (_JEQ_K, 1, 0, 0), (_RET_K, 0, 0, deny), (_RET_K, 0, 0, _RET_ALLOW)]  # fmt: skip
     prog.append((_RET_K, 0, 0, _RET_ALLOW))
@@ -263,9 +283,7 @@ _CAPSET = {"x86_64": 126, "aarch64": 91}
 def drop_root(readable: Iterable[str]) -> str:
     """As root: become the user nobody if Python can still be read then, else stay uid 0 with no
     capability at all (a Python installed under /root, mode 700). Returns which."""
-    if sys.platform == "linux" and not all(
-        others_can_read(p) for p in readable if os.path.exists(p) and "python" in p.lower()
-    ):
+    if sys.platform == "linux" and not _python_readable_by_others(readable):
         header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
         data = bytes(24)  # effective, permitted, inheritable: none, in both 32-bit halves
         if _libc().syscall(_CAPSET[_machine()], header, data) != 0:
@@ -275,6 +293,27 @@ def drop_root(readable: Iterable[str]) -> str:
     os.setgid(NOBODY)
     os.setuid(NOBODY)
     return "nobody"
+
+
+def _python_readable_by_others(readable: Iterable[str]) -> bool:
+    return all(others_can_read(p) for p in readable if os.path.exists(p) and "python" in p.lower())
+
+
+def refusal(readable: Iterable[str]) -> str | None:
+    """Why this machine must not grade untrusted code, or None. As root, where the user nobody
+    cannot read Python, the children stay uid 0 without capabilities: safe only with Landlock
+    (no file reads or writes) and seccomp (no change to a file's mode, owner or times)."""
+    if os.name != "posix" or os.geteuid() != 0 or sys.platform != "linux":
+        return None
+    if _python_readable_by_others(readable):
+        return None
+    if landlock_abi() >= 1 and _machine() in _DENIED:
+        return None
+    return (
+        "this runs as root, with a Python the user nobody cannot read, on a kernel without "
+        "Landlock or seccomp filters: the graded code would run as root. Run the report as an "
+        "ordinary user."
+    )
 
 
 def confine(readable: Iterable[str], limits: Limits) -> None:

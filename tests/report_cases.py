@@ -69,6 +69,29 @@ BAD_CODE = {
         "error",
         _prelude("    import os\n    raise RuntimeError(' '.join(sorted(os.environ)))\n"),
     ),
+    "changes a file's mode": (
+        "error",
+        _prelude("    import os\n    os.chmod({path!r}, 0o4777)\n" + _LOOP_BODY),
+    ),
+    "lowers the grader's limits": (
+        "error",
+        _prelude(
+            "    import os, resource\n"
+            "    resource.prlimit(os.getppid(), resource.RLIMIT_FSIZE, (0, 0))\n" + _LOOP_BODY
+        ),
+    ),
+    "sends a malformed answer": (
+        "crashed",
+        _prelude(
+            "    import json, os\n"
+            "    forged = {'exercise': 'my_attention', 'status': 'mistake', 'mistakes': ['$x$']}\n"
+            "    for fd in range(3, 64):\n"
+            "        try:\n"
+            "            os.write(fd, (json.dumps(forged) + '\\n').encode())\n"
+            "        except OSError:\n"
+            "            pass\n" + _LOOP_BODY
+        ),
+    ),
     "renamed function": ("not_found", _prelude(_LOOP_BODY).replace("my_attention", "my_attn")),
     "syntax error": ("syntax", _prelude("    heads = [\n" + _LOOP_BODY)),
 }

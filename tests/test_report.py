@@ -85,7 +85,7 @@ def test_extract_keeps_imports_definitions_and_constants_only() -> None:
     notebook = {"cells": [{"cell_type": "code", "source": s, "metadata": {}} for s in cells]}
     found = grade.extract(notebook, EXERCISES["my_attention"])
     assert found.problem == ""
-    assert [c["keep"] for c in found.cells] == [[0, 1], [0], [0, 1, 2]]
+    assert [c["keep"] for c in found.cells] == [[0, 1], [0], [0, 2]]  # no class body, no list(x)
     assert found.cell_of == {"my_attention": 2, "helper": 3}
 
 
@@ -158,6 +158,7 @@ def graded_class(tmp_path_factory):
         write(everyone / path.relative_to(good), path.read_text(encoding="utf-8"))
     other = everyone / "ann" / f"{LOOP}.ipynb"
     paths = {"reads another student's file": other, "deletes a file": other,
+             "changes a file's mode": other,
              "writes outside its folder": canary / "written.txt"}  # fmt: skip
     cases = {}
     for n, (case, (_, code)) in enumerate(BAD_CODE.items()):
@@ -232,6 +233,9 @@ EXPECTED = {
     "deletes a file": "PermissionError: [Errno 13] Permission denied",
     "kills the grader": "PermissionError: [Errno 1] Operation not permitted",
     "reads the environment": "RuntimeError: HOME LANG",
+    "changes a file's mode": "PermissionError: [Errno 1] Operation not permitted",
+    "lowers the grader's limits": "PermissionError: [Errno 1] Operation not permitted",
+    "sends a malformed answer": "the answer from the submission's process was malformed",
     "renamed function": "no function named my_attention in this notebook; it defines my_attn",
     "syntax error": "a syntax error in the exercise's cell (cell 9), line 2",
     "invalid JSON": "not a notebook: invalid JSON (line 1",
@@ -247,7 +251,8 @@ def test_each_bad_submission_gets_its_own_clear_line(graded_class) -> None:
         assert EXPECTED[case] in result.message, (case, result.message)
         want = statuses[case][0] if case in statuses else "invalid"
         assert result.status == ("output" if case == "100 MB of output" else want), case
-    environment = _of(results, "bad-09").message
+    (environment,) = [_of(results, s).message for s, c in graded_class["cases"].items()
+                      if c == "reads the environment"]  # fmt: skip
     assert "COURSE_REPORT_SECRET" not in environment and "hunter2" not in environment
 
 
@@ -277,6 +282,8 @@ def test_the_seccomp_filter_denies_a_process_and_allows_a_thread() -> None:
                 return k
             elif code == 0x15:
                 pc += jt if acc == k else jf
+            elif code == 0x35:
+                pc += jt if acc >= k else jf
             elif code == 0x45:
                 pc += jt if acc & k else jf
             pc += 1
@@ -288,6 +295,45 @@ def test_the_seccomp_filter_denies_a_process_and_allows_a_thread() -> None:
     assert run(62, 1234) == allow and run(62, 0) == allow and run(62, 1) == eperm  # kill
     assert run(0, 0) == allow  # read
     assert run(0, 0, arch=0x40000003) == eperm  # another architecture's table: nothing passes
+    assert run(0x40000000, 0) == eperm  # x32's numbers
+    assert run(90, 0) == eperm and run(280, 0) == eperm  # chmod, utimensat
+    assert run(302, 0) == allow and run(302, 1234) == allow and run(302, 1) == eperm  # prlimit64
+
+
+def test_a_child_s_answer_is_checked_before_it_is_believed() -> None:
+    job = {"student": "ann", "file": "ann/03.ipynb", "cell": 9}
+    good = {"exercise": "my_attention", "status": "mistake", "mistakes": ["no_scaling"],
+            "lines": ["line 5: `x`"], "message": "✗", "seconds": 0.1}  # fmt: skip
+    result = grade._result(job, good, 1.0, "my_attention")
+    assert (result.status, result.mistakes, result.lines) == (
+        "mistake", ["no_scaling"], ["cell 9, line 5: `x`"]
+    )  # fmt: skip
+    for bad in ({**good, "mistakes": ["$\\frac{$"]}, {**good, "status": "fine"},
+                {**good, "exercise": "one_head"}, "right", None):  # fmt: skip
+        assert grade._result(job, bad, 1.0, "my_attention").status == "crashed", bad
+    assert grade._result(job, {**good, "seconds": "soon", "lines": 7}, 1.0, "my_attention") == (
+        grade.Result("ann", "my_attention", "mistake", "✗", ["no_scaling"], [], "ann/03.ipynb", 1.0)
+    )
+    assert grade.known_mistake("num_heads_4") and not grade.known_mistake("num_heads_x")
+
+
+def test_a_notebook_the_grader_cannot_parse_costs_only_itself(tmp_path: Path) -> None:
+    write(tmp_path / "deep" / "a.ipynb", "[" * 100_000 + "]" * 100_000)
+    assert grade.read_notebook(tmp_path / "deep" / "a.ipynb")[1] in (
+        "not a notebook: JSON nested too deeply", "not a notebook: JSON without a list of cells"
+    )  # fmt: skip
+    huge = with_exercise(LOOP, "x = 1\n" * 100_000)
+    write(tmp_path / "huge" / f"{LOOP}.ipynb", huge)
+    deep = "def my_attention(x, w_q, w_k, w_v, w_o):\n    return " + "(" * 5000 + ")" * 5000
+    nested = with_exercise(LOOP, deep)
+    write(tmp_path / "nested" / f"{LOOP}.ipynb", nested)
+    write(tmp_path / "ok" / f"{LOOP}.ipynb", with_exercise(LOOP, None))
+    jobs, results, _ = grade.plan(tmp_path)
+    assert [job["student"] for job in jobs] == ["ok"]
+    said = {r.student: r.message for r in results}
+    assert said["huge"] == "over 512 KB of code: not read"
+    statuses = {r.student: r.status for r in results}
+    assert statuses["nested"] in ("syntax", "invalid"), said["nested"]
 
 
 # --- the report ----------------------------------------------------------------------------------
