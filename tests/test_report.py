@@ -414,3 +414,18 @@ def test_the_command_writes_three_files(graded_class, tmp_path: Path) -> None:
     rows = list(csv.reader(io.StringIO(paths["csv"].read_text(encoding="utf-8"))))
     assert len(rows) == 15 and all(len(row) == 8 for row in rows)
     assert "<h2>The students</h2>" in paths["html"].read_text(encoding="utf-8")
+
+
+def test_as_root_without_landlock_or_seccomp_it_refuses(monkeypatch) -> None:
+    """A child that cannot become nobody stays uid 0: only with both confinements."""
+    monkeypatch.setattr(sandbox.sys, "platform", "linux")
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(sandbox, "_python_readable_by_others", lambda readable: False)
+    monkeypatch.setattr(sandbox, "_machine", lambda: "x86_64")
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
+    assert "the graded code would run as root" in sandbox.refusal(["/opt/python"])
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 6)
+    assert sandbox.refusal(["/opt/python"]) is None
+    monkeypatch.setattr(sandbox, "_python_readable_by_others", lambda readable: True)
+    monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
+    assert sandbox.refusal(["/opt/python"]) is None  # it becomes nobody
