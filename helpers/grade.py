@@ -28,6 +28,7 @@ import json
 import linecache
 import os
 import queue
+import re
 import select
 import shutil
 import signal
@@ -135,14 +136,28 @@ def find_submissions(folder: Path) -> list[Submission]:
     for dirpath, dirnames, filenames in os.walk(base):  # never follows a linked folder
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
-            if not name.endswith(".ipynb") or name.startswith("."):
+            if name.startswith(".") or name.endswith("-checkpoint.ipynb"):
                 continue
             path = Path(dirpath) / name
             parts = path.relative_to(base).parts
-            student = parts[0] if len(parts) > 1 else path.stem
+            student = parts[0] if len(parts) > 1 else flat_student(path.stem)
             relative = _printable(str(path.relative_to(folder)))
             found.append(Submission(_printable(student), path, relative))
     return found
+
+
+def flat_student(stem: str) -> str:
+    """Whose a file of a flat folder is: an LMS export's name (Canvas: smithann_12345_67890_…, or
+    smithann_LATE_…) or the part before a course notebook's name (ann_03_per_head_projections),
+    else the whole name (ann)."""
+    canvas = re.match(r"^(.+?)(?:_LATE)?_\d+_\d+_", stem)
+    if canvas:
+        return canvas.group(1)
+    for course in BY_NOTEBOOK:
+        before = stem.partition(course)[0].rstrip("_-. ")
+        if course in stem and before:
+            return before
+    return stem
 
 
 MAX_CODE = 512 << 10  # the code cells of a notebook, together: more is not parsed
@@ -162,6 +177,9 @@ def read_notebook(path: Path) -> tuple[dict | None, str]:
     """(the notebook's JSON, "") or (None, why it cannot be read)."""
     if path.is_symlink():
         return None, "a symbolic link: not followed"
+    if path.suffix.lower() != ".ipynb":
+        kind = f"a {path.suffix} file" if path.suffix else "a file without .ipynb"
+        return None, f"not a notebook ({kind}): ask for the .ipynb (unzip an archive first)"
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -273,13 +291,15 @@ class Extract:
     cell_of: dict[str, int]  # exercise function -> the cell that defines it
     problem: str = ""  # why the exercise cannot be graded (syntax error, not found)
     status: str = ""  # its status then: syntax or not_found
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> where a statement not run
+    # makes it ("code cell 3: `softmax = nn.Softmax(dim=-1)`")
 
 
 def extract(notebook: dict, exercise: Exercise) -> Extract:
     """The code to run for an exercise: every code cell's imports, function and class definitions
     and constant assignments, in order (a cell with a syntax error is skipped, unless it is the
     exercise's own)."""
-    cells, cell_of, arity, problem, status = [], {}, {}, "", ""
+    cells, cell_of, arity, skipped, problem, status = [], {}, {}, {}, "", ""
     code_cells = _code_cells(notebook)
     for number, (_, source) in enumerate(code_cells):
         text = python_source(source)
@@ -295,10 +315,16 @@ def extract(notebook: dict, exercise: Exercise) -> Extract:
                 status = "syntax"
             continue
         keep = [i for i, node in enumerate(tree.body) if _kept(node)]
+        for i, node in enumerate(tree.body):  # names the notebook makes in statements not run
+            if i not in keep:
+                for name in ast.walk(node):
+                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                        line = text.splitlines()[node.lineno - 1].strip()[:120]
+                        skipped.setdefault(name.id, f"code cell {number + 1}: `{line}`")
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                cell_of.setdefault(node.name, number + 1)
-                arity.setdefault(node.name, len(node.args.args))
+                cell_of[node.name] = number + 1  # the last definition is the one that runs
+                arity[node.name] = len(node.args.args)
         if keep:
             cells.append({"index": number + 1, "source": text, "keep": keep})
     if not problem and exercise.function not in cell_of:
@@ -308,8 +334,11 @@ def extract(notebook: dict, exercise: Exercise) -> Extract:
         alike = [name for name in cell_of
                  if name not in EXERCISES and wanted in (None, arity[name])]  # fmt: skip
         if alike:
-            problem += f"; it defines {', '.join(alike[:3])}: renamed? The check looks for the name"
-    return Extract(cells, cell_of, problem, status)
+            problem += (
+                f"; it defines {', '.join(alike[:3])} with the same number of arguments: renamed? "
+                "The report checks only the exercise's own name"
+            )
+    return Extract(cells, cell_of, problem, status, skipped)
 
 
 @functools.cache
@@ -354,6 +383,8 @@ def _check(exercise: Exercise, fn: Callable) -> dict:
     diagnosis = getattr(diagnose, checker)(fn, echo=False, **kwargs)
     lines = [f.record.where if f.record else "" for f in diagnosis.findings]
     status, message = _classify(diagnosis), diagnosis.message
+    if status == "not_done":
+        message = "the function still raises NotImplementedError: the skeleton, not filled in"
     if status == "error" and "File too large" in message:  # RLIMIT_FSIZE on the output log
         status = "output"
         message = f"printed more than the {LIMITS.output >> 20} MB of output allowed: {message}"
@@ -634,13 +665,16 @@ class _Worker:
             self.process.kill()
 
 
-def plan(folder: Path) -> tuple[list[dict], list[Result], list[str]]:
-    """(jobs to run, results known without running anything, the exercises assigned). An exercise
-    counts as assigned when some student handed in its notebook."""
+def plan(folder: Path, exercises: Iterable[str] = ()) -> tuple[list[dict], list[Result], list[str]]:
+    """(jobs to run, results known without running anything, the exercises assigned). The
+    exercises assigned are `exercises` (function names) if given, else those whose notebook at
+    least half of the students handed in (a student who hands in every notebook does not make
+    the rest of the class miss them)."""
     titles = course_titles()
     jobs, results = [], []
     seen: dict[tuple[str, str], Submission] = {}
     unread: list[tuple[Submission, str]] = []
+    duplicates: dict[tuple[str, str], list[str]] = {}
     for submission in find_submissions(folder):
         notebook, problem = read_notebook(submission.path)
         if notebook is not None and _code_bytes(notebook) > MAX_CODE:
@@ -660,10 +694,12 @@ def plan(folder: Path) -> tuple[list[dict], list[Result], list[str]]:
             continue
         exercise = BY_NOTEBOOK[stem]
         key = (submission.student, exercise.function)
-        if key in seen:  # two copies of one notebook: the newer counts
+        if key in seen:  # two copies of one notebook: the newer counts, and the report says so
             older = seen[key]
             if older.path.stat().st_mtime > submission.path.stat().st_mtime:
+                duplicates[key] = duplicates.get(key, []) + [submission.relative]
                 continue
+            duplicates[key] = duplicates.get(key, []) + [older.relative]
             jobs = [j for j in jobs if (j["student"], j["exercises"][0]) != key]
             results = [r for r in results if (r.student, r.exercise) != key]
         seen[key] = submission
@@ -673,8 +709,25 @@ def plan(folder: Path) -> tuple[list[dict], list[Result], list[str]]:
             continue
         jobs.append({"student": submission.student, "file": submission.relative,
                      "exercises": [exercise.function], "cells": found.cells,
-                     "cell": found.cell_of[exercise.function]})  # fmt: skip
-    assigned = [name for name in EXERCISES if any(k[1] == name for k in seen)]
+                     "cell": found.cell_of[exercise.function], "skipped": found.skipped,
+                     "also": ""})  # fmt: skip
+    for job in jobs:
+        others = duplicates.get((job["student"], job["exercises"][0]))
+        if others:
+            job["also"] = f" (also handed in, not graded: {', '.join(others)}; the newest counts)"
+    for result in results:
+        others = duplicates.get((result.student, result.exercise))
+        if others:
+            result.message += f" (also handed in, not graded: {', '.join(others)})"
+    handed = {name: {k[0] for k in seen if k[1] == name} for name in EXERCISES}
+    students_in = {s.student for s in seen.values()} | {s.student for s, _ in unread}
+    if exercises:
+        assigned = [name for name in EXERCISES if name in exercises]
+    else:  # what at least half the class handed in
+        assigned = [name for name in EXERCISES if handed[name] and
+                    2 * len(handed[name]) >= len(students_in)]  # fmt: skip
+    jobs = [job for job in jobs if job["exercises"][0] in assigned]
+    results = [r for r in results if r.exercise in assigned]
     students = sorted({s.student for s in seen.values()} | {s.student for s, _ in unread})
     for submission, problem in unread:  # under its exercise if its name says which
         named = [e.function for e in EXERCISES.values() if e.notebook in submission.path.name]
@@ -699,10 +752,11 @@ def grade(
     progress: Callable[[int, int], None] | None = None,
     exercise_seconds: float = EXERCISE_SECONDS,
     notebook_seconds: float = NOTEBOOK_SECONDS,
+    exercises: Iterable[str] = (),
 ) -> tuple[list[Result], list[str]]:
     """Grade every submission in `folder`; (results sorted by student and exercise, the exercises
     assigned). The time limits are wall-clock seconds."""
-    jobs, results, assigned = plan(folder)
+    jobs, results, assigned = plan(folder, exercises)
     for job in jobs:
         job.update(exercise_seconds=exercise_seconds, notebook_seconds=notebook_seconds)
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
@@ -774,15 +828,24 @@ def _result(job: dict, message: object, seconds: float, exercise: str) -> Result
         message = {"status": "crashed", "message": "no answer the grader could read"}
     status = message.get("status")
     mistakes = _strings(message.get("mistakes"))
-    if status not in STATUSES or (status == "mistake" and not all(map(known_mistake, mistakes))):
+    named = [m for m in mistakes if m or status == "mistake"]
+    if status not in STATUSES or not all(map(known_mistake, named)):
         status, mistakes = "crashed", []
         message = {"message": "the answer from the submission's process was malformed"}
-    lines = [
-        f"cell {job['cell']}, {line}" if line else "" for line in _strings(message.get("lines"))
-    ]
+    lines = [f"code cell {job['cell']}, {line}" if line else ""
+             for line in _strings(message.get("lines"))]  # fmt: skip
+    text = str(message.get("message", ""))[:2000]
+    missing = re.search(r"NameError: name '(\w+)' is not defined", text)
+    if missing and missing.group(1) in job.get("skipped", {}):
+        text += (
+            f" The notebook makes {missing.group(1)} in {job['skipped'][missing.group(1)]}, a "
+            "statement the grader does not run (it runs only imports, functions and constants): "
+            "in the notebook the function works if that cell ran first."
+        )
+    text += job.get("also", "")
     elapsed = message.get("seconds")
     return Result(
-        job["student"], exercise, status, str(message.get("message", ""))[:2000], mistakes,
+        job["student"], exercise, status, text, mistakes,
         lines, job["file"], float(elapsed) if isinstance(elapsed, int | float) else seconds,
     )  # fmt: skip
 

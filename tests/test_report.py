@@ -28,6 +28,7 @@ from tests.report_cases import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+SET = ("one_head", "my_attention")  # the homework: 01's and 03's exercises
 CONFINED = sys.platform == "linux" and sandbox.landlock_abi() >= 6 and hasattr(os, "fork")
 needs_confinement = pytest.mark.skipif(
     not CONFINED, reason="the full confinement needs Linux with Landlock ABI 6 (Linux 6.12+)"
@@ -102,8 +103,8 @@ def test_extract_names_a_syntax_error_and_a_renamed_function() -> None:
     found = grade.extract(renamed, EXERCISES["my_attention"])
     assert found.status == "not_found"
     assert found.problem == (
-        "no function named my_attention in this notebook; it defines my_attn: renamed? The check "
-        "looks for the name"
+        "no function named my_attention in this notebook; it defines my_attn with the same number "
+        "of arguments: renamed? The report checks only the exercise's own name"
     )
 
 
@@ -173,11 +174,11 @@ def graded_class(tmp_path_factory):
     os.environ["COURSE_REPORT_SECRET"] = "hunter2"  # the teacher's environment
     before = _snapshot(everyone, canary, ROOT / "helpers", ROOT / "notebooks")
     try:
-        results, assigned = grade.grade(everyone, exercise_seconds=3)
+        results, assigned = grade.grade(everyone, exercise_seconds=3, exercises=SET)
     finally:
         del os.environ["COURSE_REPORT_SECRET"]
     after = _snapshot(everyone, canary, ROOT / "helpers", ROOT / "notebooks")
-    alone, _ = grade.grade(good, exercise_seconds=3)
+    alone, _ = grade.grade(good, exercise_seconds=3, exercises=SET)
     return {"results": results, "assigned": assigned, "alone": alone, "cases": cases,
             "before": before, "after": after}  # fmt: skip
 
@@ -196,9 +197,9 @@ def test_right_and_mistaken_submissions_are_named_with_their_line(graded_class) 
     for mistake in MISTAKEN:
         result = _of(results, f"m-{mistake}")
         assert (result.status, result.mistakes) == ("mistake", [mistake])
-        assert result.lines[0].startswith("cell 9, line ")
+        assert result.lines[0].startswith("code cell 9, line ")
     assert _of(results, "m-no_scaling").lines == [
-        "cell 9, line 5: `weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)`"
+        "code cell 9, line 5: `weights = (q @ k.transpose(-2, -1)).softmax(dim=-1)`"
     ]
     assert _of(results, "nat").status == "not_done"
     assert _of(results, "nat", "one_head").status == "missing"
@@ -306,7 +307,7 @@ def test_a_child_s_answer_is_checked_before_it_is_believed() -> None:
             "lines": ["line 5: `x`"], "message": "✗", "seconds": 0.1}  # fmt: skip
     result = grade._result(job, good, 1.0, "my_attention")
     assert (result.status, result.mistakes, result.lines) == (
-        "mistake", ["no_scaling"], ["cell 9, line 5: `x`"]
+        "mistake", ["no_scaling"], ["code cell 9, line 5: `x`"]
     )  # fmt: skip
     for bad in ({**good, "mistakes": ["$\\frac{$"]}, {**good, "status": "fine"},
                 {**good, "exercise": "one_head"}, "right", None):  # fmt: skip
@@ -429,3 +430,38 @@ def test_as_root_without_landlock_or_seccomp_it_refuses(monkeypatch) -> None:
     monkeypatch.setattr(sandbox, "_python_readable_by_others", lambda readable: True)
     monkeypatch.setattr(sandbox, "landlock_abi", lambda: 0)
     assert sandbox.refusal(["/opt/python"]) is None  # it becomes nobody
+
+
+def test_what_was_assigned_who_handed_what_and_copies(tmp_path: Path) -> None:
+    """Exercises count when half the class handed them in; an LMS's flat names; a .zip gets its
+    line; of two copies the newer is graded and the other named; a name made by a statement the
+    grader does not run is pointed at."""
+    write(tmp_path / "smithann_123_456_03_per_head_projections.ipynb", with_exercise(LOOP, None))
+    write(tmp_path / "smithann_123_457_01_self_attention.ipynb",
+          with_exercise("01_self_attention", None))  # fmt: skip
+    write(tmp_path / "leeben_LATE_124_456_03_per_head_projections.ipynb",
+          with_exercise(LOOP, None))  # fmt: skip
+    (tmp_path / "cho_03_per_head_projections.zip").write_bytes(b"PK")
+    jobs, results, assigned = grade.plan(tmp_path)
+    assert assigned == ["my_attention"]  # one of three handed in 01
+    assert sorted(j["student"] for j in jobs) == ["leeben", "smithann"]
+    (zipped,) = [r for r in results if r.student == "cho"]
+    assert zipped.status == "invalid" and zipped.message.startswith("not a notebook (a .zip file)")
+    assert grade.plan(tmp_path, ["one_head", "my_attention"])[2] == ["one_head", "my_attention"]
+
+    copies = tmp_path / "copies" / "ann"
+    code = "softmax = torch.nn.Softmax(dim=-1)\n\n" + MISTAKEN["no_scaling"].replace(
+        ".softmax(dim=-1)", ""
+    ).replace("heads.append(weights @ v)", "heads.append(softmax(weights) @ v)")
+    write(copies / f"{LOOP}.ipynb", with_exercise(LOOP, None))
+    newer = write(copies / f"{LOOP}-Copy1.ipynb", with_exercise(LOOP, code))
+    os.utime(newer, (2e9, 2e9))
+    results, _ = grade.grade(tmp_path / "copies", exercise_seconds=5)
+    (result,) = results
+    assert result.file == f"ann/{LOOP}-Copy1.ipynb" and result.status == "error"
+    assert "The notebook makes softmax in code cell 9: `softmax = torch.nn.Softmax(dim=-1)`" in (
+        result.message
+    )
+    assert result.message.endswith(
+        f"(also handed in, not graded: ann/{LOOP}.ipynb; the newest counts)"
+    )
