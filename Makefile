@@ -8,7 +8,8 @@
 #   make student    a copy of the notebooks without the exercise solutions, in student/
 #   make site       the course as a static site in site/ (BINDER=owner/repo for Binder links)
 #   make report SUBMISSIONS=folder   (teachers) grade submitted notebooks into report/
-#                   (PSEUDONYMISE=1: stable pseudonyms in place of names; OUT=dir: elsewhere)
+#                   (PSEUDONYMISE=1: stable pseudonyms in place of names; OUT=dir: elsewhere;
+#                   EXERCISES=01,03: the exercises set, else those half the class handed in)
 
 PYTHON ?= python3
 COURSE := $(PYTHON) -m helpers.course
@@ -21,6 +22,7 @@ export PORT CULL_IDLE NOTEBOOKS
 SUBMISSIONS ?=
 OUT ?= report
 PSEUDONYMISE ?=
+EXERCISES ?=
 
 .PHONY: setup lab test lint unit nbval notebooks bench student site report clean
 
@@ -50,7 +52,7 @@ site:
 
 report:
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make report SUBMISSIONS=folder [OUT=report] [PSEUDONYMISE=1]"; exit 2; }
-	$(COURSE) report "$(SUBMISSIONS)" --out "$(OUT)" $(if $(PSEUDONYMISE),--pseudonymise)
+	$(COURSE) report "$(SUBMISSIONS)" --out "$(OUT)" $(if $(PSEUDONYMISE),--pseudonymise) $(if $(EXERCISES),--exercises "$(EXERCISES)")
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .hypothesis *.egg-info

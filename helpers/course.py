@@ -352,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument(
         "--pseudonymise", action="store_true", help="stable pseudonyms for the students' names"
     )
+    report.add_argument("--exercises", default="", help="the exercises set, e.g. 01,03")
     args = parser.parse_args(argv)
     if hasattr(sys.stdout, "reconfigure"):  # a Windows pipe may not take "✓": never fail on it
         sys.stdout.reconfigure(errors="replace")
@@ -399,6 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup()
         pseudonymise = ["--pseudonymise"] if args.pseudonymise else []
         command = [py, "-m", "helpers.report", args.submissions, "--out", args.out, *pseudonymise]
+        command += ["--exercises", args.exercises] if args.exercises else []
         _run(command, cwd=Path.cwd())
     return 0
 

@@ -75,10 +75,12 @@ def pseudonyms(names: list[str], key: bytes) -> dict[str, str]:
 
 def pseudonymised(results: list[Result], key: bytes) -> list[Result]:
     names = pseudonyms(sorted({r.student for r in results}), key)
-    return [
+    hidden = [
         Result(**{**vars(r), "student": names[r.student], "file": ""})  # a path names the student
         for r in results
     ]
+    order = {name: i for i, name in enumerate(EXERCISES)}
+    return sorted(hidden, key=lambda r: (r.student, order[r.exercise]))  # not the names' order
 
 
 # --- what the report says ------------------------------------------------------------------------
@@ -109,7 +111,8 @@ def finding(result: Result) -> str:
         return "right"
     if result.status == "mistake":
         return ", ".join(m for m in result.mistakes if m)
-    return SHORT[result.status]
+    named = [m for m in result.mistakes if m]
+    return ", ".join([SHORT[result.status], *named])
 
 
 def summary(results: list[Result], assigned: list[str]) -> list[dict]:
@@ -120,11 +123,12 @@ def summary(results: list[Result], assigned: list[str]) -> list[dict]:
         rows: Counter = Counter()
         examples: dict[str, str] = {}
         for r in mine:
-            if r.status == "mistake":
+            if r.status in ("mistake", "unknown"):  # named ones count beside an unnamed one
                 for mistake, line in zip(r.mistakes, r.lines or [""] * len(r.mistakes)):
-                    rows[("mistake", mistake)] += 1
-                    examples.setdefault(mistake, line)
-            else:
+                    if mistake:
+                        rows[("mistake", mistake)] += 1
+                        examples.setdefault(mistake, line)
+            if r.status != "mistake":
                 rows[(r.status, "")] += 1
                 if r.lines and r.lines[0]:
                     examples.setdefault(f"status:{r.status}", r.lines[0])
@@ -133,6 +137,7 @@ def summary(results: list[Result], assigned: list[str]) -> list[dict]:
             "notebook": EXERCISES[name].notebook,
             "check": EXERCISES[name].check,
             "students": len(mine),
+            "handed_in": sum(r.status != "missing" for r in mine),
             "right": rows[("right", "")],
             "mistakes": [
                 {"name": m, "words": mistake_words(m), "count": c, "example": examples[m]}
@@ -165,6 +170,9 @@ def figure(entry: dict) -> str:
         for i, (_, count, _) in enumerate(bars):
             ax.text(count, i, f" {count}", va="center")
         ax.set_xlabel("students")
+        ax.set_title(
+            f"{entry['notebook'][:2]} {entry['exercise']}: students per outcome", loc="left"
+        )
         ax.set_xlim(0, max(entry["students"], 1) * 1.12)
         ax.spines[["top", "right"]].set_visible(False)
         ax.xaxis.get_major_locator().set_params(integer=True)
@@ -179,16 +187,16 @@ def figure(entry: dict) -> str:
 
 
 _CSS = """
-body { font: 18px/1.45 system-ui, sans-serif; color: #1f2328; margin: 1.5em auto; max-width: 74em;
+body { font: 20px/1.45 system-ui, sans-serif; color: #1f2328; margin: 1.5em auto; max-width: 74em;
        padding: 0 1em; }
 h1 { font-size: 1.8em; } h2 { font-size: 1.45em; margin-top: 1.6em; }
-table { border-collapse: collapse; font-size: 16px; margin: .6em 0; }
+table { border-collapse: collapse; font-size: 18px; margin: .6em 0; }
 th, td { border: 1px solid #8c959f; padding: .25em .55em; text-align: left; vertical-align: top; }
 th { background: #eaeef2; }
 table.students { width: 100%; table-layout: fixed; overflow-wrap: anywhere; }
 table.students th:first-child { width: 9em; } table.students th:nth-child(2) { width: 3.5em; }
 td.right { color: #1a7f37; } td.wrong { color: #b4460f; } td.other { color: #57606a; }
-code { font: 15px/1.3 ui-monospace, monospace; background: #f6f8fa; padding: 0 .2em; }
+code { font: 17px/1.3 ui-monospace, monospace; background: #f6f8fa; padding: 0 .2em; }
 .figure svg { max-width: 100%; height: auto; }
 details { margin: .2em 0; } summary { cursor: pointer; }
 pre { white-space: pre-wrap; font: 15px/1.35 ui-monospace, monospace; background: #f6f8fa;
@@ -229,7 +237,8 @@ def render_html(results: list[Result], assigned: list[str], meta: dict) -> str:
         exercise = EXERCISES[entry["exercise"]]
         parts.append(
             f"<h3>{_e(exercise.notebook)}: <code>{_e(exercise.function)}</code></h3>"
-            f"<p><strong>{entry['right']} of {entry['students']}</strong> right. The notebook's "
+            f"<p><strong>{entry['right']} of {entry['students']}</strong> right "
+            f"({entry['handed_in']} handed it in). The notebook's "
             f"check: <code>{_e(entry['check'])}</code>.</p>"
         )
         if entry["mistakes"] or entry["other"]:
@@ -253,15 +262,17 @@ def render_html(results: list[Result], assigned: list[str], meta: dict) -> str:
     rights = {
         s: sum(by[(s, n)].status == "right" for n in assigned if (s, n) in by) for s in students
     }
-    behind = sorted((s for s in students if 2 * rights[s] < len(assigned)), key=rights.get)
+    handed = {s: sum(by[(s, n)].status != "missing" for n in assigned if (s, n) in by)
+              for s in students}  # fmt: skip
+    behind = sorted((s for s in students if 2 * rights[s] < handed[s]), key=rights.get)
     parts.append(
         "<h2>Who may need help</h2><p>"
         + (
             f"{len(behind)} of {len(students)} students are right on fewer than half of the "
-            f"{len(assigned)} exercise(s), fewest first: "
-            + ", ".join(f"{_e(s)} ({rights[s]}/{len(assigned)})" for s in behind)
+            "exercises they handed in (right/handed in), fewest right first: "
+            + ", ".join(f"{_e(s)} ({rights[s]}/{handed[s]})" for s in behind)
             if behind
-            else "Every student is right on at least half of the exercises."
+            else "Every student is right on at least half of the exercises they handed in."
         )
         + "</p>"
     )
@@ -340,7 +351,7 @@ def write_report(
     paths["html"].write_text(
         render_html(results, assigned, meta), encoding="utf-8", errors="backslashreplace"
     )
-    paths["csv"].write_text(render_csv(results), encoding="utf-8", errors="backslashreplace")
+    paths["csv"].write_text(render_csv(results), encoding="utf-8-sig", errors="backslashreplace")
     document = {
         **meta,
         "exercises": summary(results, assigned),
@@ -360,13 +371,18 @@ def _inside(path: Path, folder: Path) -> bool:
 
 def problem_with(submissions: Path, out: Path) -> str | None:
     """Why these folders cannot be used, or None."""
+    if submissions.is_file():
+        return f"{submissions} is a file: give the folder that holds the submitted notebooks"
     if not submissions.is_dir():
         return f"{submissions}: no such folder"
     refusal = sandbox.refusal(grade.readable_paths())
     if refusal:
         return refusal
     if _inside(out, submissions):
-        return f"--out {out} is inside the submissions folder: the grader never writes there"
+        return (
+            f"--out {out} is inside the submissions folder, where the grader never writes: give "
+            "a folder outside it (the default is report/ where you run the command)"
+        )
     for readable in grade.readable_paths():
         if readable.startswith("/") and len(Path(readable).parts) > 2:
             if _inside(submissions, Path(readable)):
@@ -377,6 +393,17 @@ def problem_with(submissions: Path, out: Path) -> str | None:
     return None
 
 
+def exercise_names(text: str) -> list[str] | None:
+    """'01,03' or 'one_head, my_attention' as function names; None if one is not an exercise."""
+    names = []
+    for word in filter(None, (w.strip() for w in text.split(","))):
+        match = [e.function for e in EXERCISES.values() if word in (e.function, e.notebook[:2])]
+        if not match:
+            return None
+        names += match
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m helpers.report", description=__doc__.split(
         "\n\n")[0])  # fmt: skip
@@ -385,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pseudonymise", action="store_true",
                         help="stable pseudonyms in place of the students' names")  # fmt: skip
     parser.add_argument("--workers", type=int, default=None, help="default: one per core")
+    parser.add_argument(
+        "--exercises", default="", metavar="01,03",
+        help="the exercises set, by notebook number or function name (default: those at least "
+        "half the class handed in)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     problem = problem_with(args.submissions, args.out)
     if problem:
@@ -400,7 +432,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  graded {done}/{total} notebooks ({now - start:.0f} s)", flush=True)
 
     print(f"Grading {args.submissions}: each notebook in its own confined process.", flush=True)
-    results, assigned = grade.grade(args.submissions, workers=args.workers, progress=progress)
+    chosen = exercise_names(args.exercises)
+    if chosen is None:
+        choices = ", ".join(f"{e.notebook[:2]} ({e.function})" for e in EXERCISES.values())
+        print(f"✗ --exercises {args.exercises}: choose from {choices}", file=sys.stderr)
+        return 2
+    results, assigned = grade.grade(
+        args.submissions, workers=args.workers, progress=progress, exercises=chosen
+    )
     if not results:
         print(f"✗ no notebooks in {args.submissions}", file=sys.stderr)
         return 2
