@@ -309,7 +309,7 @@ def extract(notebook: dict, exercise: Exercise) -> Extract:
             if f"def {exercise.function}" in source and not problem:
                 where = f"line {err.lineno}" if getattr(err, "lineno", None) else "a line"
                 problem = (
-                    f"a syntax error in the exercise's cell (cell {number + 1}), {where}: "
+                    f"a syntax error in the exercise's cell (code cell {number + 1}), {where}: "
                     f"{getattr(err, 'msg', err)}"
                 )
                 status = "syntax"
@@ -726,6 +726,7 @@ def plan(folder: Path, exercises: Iterable[str] = ()) -> tuple[list[dict], list[
     else:  # what at least half the class handed in
         assigned = [name for name in EXERCISES if handed[name] and
                     2 * len(handed[name]) >= len(students_in)]  # fmt: skip
+        assigned = assigned or [name for name in EXERCISES if handed[name]]  # none reaches half
     jobs = [job for job in jobs if job["exercises"][0] in assigned]
     results = [r for r in results if r.exercise in assigned]
     students = sorted({s.student for s in seen.values()} | {s.student for s, _ in unread})

@@ -238,7 +238,7 @@ EXPECTED = {
     "lowers the grader's limits": "PermissionError: [Errno 1] Operation not permitted",
     "sends a malformed answer": "the answer from the submission's process was malformed",
     "renamed function": "no function named my_attention in this notebook; it defines my_attn",
-    "syntax error": "a syntax error in the exercise's cell (cell 9), line 2",
+    "syntax error": "a syntax error in the exercise's cell (code cell 9), line 2",
     "invalid JSON": "not a notebook: invalid JSON (line 1",
     "no exercise": "no exercise of the course in it",
 }
@@ -448,6 +448,9 @@ def test_what_was_assigned_who_handed_what_and_copies(tmp_path: Path) -> None:
     (zipped,) = [r for r in results if r.student == "cho"]
     assert zipped.status == "invalid" and zipped.message.startswith("not a notebook (a .zip file)")
     assert grade.plan(tmp_path, ["one_head", "my_attention"])[2] == ["one_head", "my_attention"]
+    (tmp_path / "leeben_LATE_124_456_03_per_head_projections.ipynb").unlink()
+    (tmp_path / "smithann_123_456_03_per_head_projections.ipynb").unlink()
+    assert grade.plan(tmp_path)[2] == ["one_head"]  # none reaches half: every one handed in
 
     copies = tmp_path / "copies" / "ann"
     code = "softmax = torch.nn.Softmax(dim=-1)\n\n" + MISTAKEN["no_scaling"].replace(
@@ -465,3 +468,6 @@ def test_what_was_assigned_who_handed_what_and_copies(tmp_path: Path) -> None:
     assert result.message.endswith(
         f"(also handed in, not graded: ann/{LOOP}.ipynb; the newest counts)"
     )
+    (hidden,) = report.pseudonymised(results, bytes(32))
+    assert "ann" not in hidden.message.replace("Softmax", "")
+    assert hidden.message.endswith("(another copy was handed in, not graded)")
