@@ -127,6 +127,9 @@ def finding(result: Result) -> str:
     return ", ".join([SHORT[result.status], *named])
 
 
+_NOT_GRADED = ("missing", "invalid")  # nothing of the student's ran: not counted for "who"
+
+
 def summary(results: list[Result], assigned: list[str]) -> list[dict]:
     """Per exercise: the counts of each outcome, with one example line per mistake."""
     out = []
@@ -235,14 +238,17 @@ def render_html(results: list[Result], assigned: list[str], meta: dict) -> str:
     entries = summary(results, assigned)
     students = sorted({r.student for r in results})
     by = {(r.student, r.exercise): r for r in results}
+    made = f"{meta['notebooks']} graded notebook(s)"
+    if meta.get("unreadable"):
+        made += f" and {meta['unreadable']} file(s) the grader could not read"
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>Class report: {len(students)} students</title><style>{_CSS}</style></head><body>",
         f"<h1>Class report: {len(students)} students, {len(assigned)} exercise(s)</h1>",
-        f"<p class='note'>Made {_e(meta['created'])} from {meta['notebooks']} submitted notebook(s)"
-        f" in {meta['seconds']:.0f} s. A ✓ is the course's checker on the student's function, "
-        "run on fixed inputs at two sizes.</p>",
+        f"<p class='note'>Made {_e(meta['created'])} from {made} in {meta['seconds']:.0f} s. "
+        "A ✓ is the course's checker on the student's function, run on fixed inputs at two "
+        "sizes.</p>",
         "<h2>The exercises</h2>",
     ]
     for entry in entries:
@@ -274,20 +280,31 @@ def render_html(results: list[Result], assigned: list[str], meta: dict) -> str:
     rights = {
         s: sum(by[(s, n)].status == "right" for n in assigned if (s, n) in by) for s in students
     }
-    handed = {s: sum(by[(s, n)].status != "missing" for n in assigned if (s, n) in by)
+    graded = {s: sum(by[(s, n)].status not in _NOT_GRADED for n in assigned if (s, n) in by)
               for s in students}  # fmt: skip
-    behind = sorted((s for s in students if 2 * rights[s] < handed[s]), key=rights.get)
+    unreadable = {s: sorted({by[(s, n)].file for n in assigned if (s, n) in by
+                             and by[(s, n)].status == "invalid"})
+                  for s in students}  # fmt: skip
+    behind = sorted((s for s in students if 2 * rights[s] < graded[s]), key=rights.get)
     parts.append(
         "<h2>Who may need help</h2><p>"
         + (
             f"{len(behind)} of {len(students)} students are right on fewer than half of the "
-            "exercises they handed in (right/handed in), fewest right first: "
-            + ", ".join(f"{_e(s)} ({rights[s]}/{handed[s]})" for s in behind)
+            "exercises the grader could run for them, fewest right first: "
+            + ", ".join(f"{_e(s)} ({rights[s]} right of {graded[s]})" for s in behind)
             if behind
-            else "Every student is right on at least half of the exercises they handed in."
+            else "Every student is right on at least half of the exercises the grader could run "
+            "for them."
         )
         + "</p>"
     )
+    lost = [s for s in students if unreadable[s]]
+    if lost:
+        parts.append(
+            "<p>Handed in something the grader could not read (ask them for the notebook): "
+            + ", ".join(f"{_e(s)} ({_e(', '.join(unreadable[s]))})" for s in lost)
+            + ".</p>"
+        )
     numbers = {name: EXERCISES[name].notebook[:2] for name in assigned}
     parts.append(
         "<h2>The students</h2><p>Columns by notebook: "
@@ -455,12 +472,14 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         print(f"✗ no notebooks in {args.submissions}", file=sys.stderr)
         return 2
-    notebooks = len({(r.student, r.file) for r in results if r.status != "missing"})
+    notebooks = len({(r.student, r.file) for r in results if r.status not in _NOT_GRADED})
+    unreadable = len({(r.student, r.file) for r in results if r.status == "invalid"})
     if args.pseudonymise:
         results = pseudonymised(results, load_key())
     meta = {
         "created": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M"),
         "notebooks": notebooks,
+        "unreadable": unreadable,
         "seconds": time.monotonic() - start,
         "protections": sandbox.protections(),
         "pseudonymised": args.pseudonymise,

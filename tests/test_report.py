@@ -375,6 +375,26 @@ def test_the_html_escapes_what_students_wrote_and_fetches_nothing() -> None:
     assert page.count("<svg") == 1 and "font-size: 16px" in page  # labels: 16 units = 21 px
 
 
+def test_who_may_need_help_counts_only_what_ran_and_names_unreadable_files_apart() -> None:
+    R = grade.Result
+    results = [
+        R("ana", "one_head", "right"), R("ana", "my_attention", "mistake", mistakes=["no_scaling"]),
+        R("ana", "split_into_heads", "missing"),
+        R("ben", "one_head", "mistake", mistakes=["no_scaling"]), R("ben", "my_attention", "right"),
+        R("ben", "split_into_heads", "mistake", mistakes=["heads_split_interleaved"]),
+        *(R("cy", name, "invalid", "not a notebook", file="cy.zip")
+          for name in ("one_head", "my_attention", "split_into_heads")),
+    ]  # fmt: skip
+    meta = {"created": "", "notebooks": 5, "unreadable": 1, "seconds": 1.0, "protections": {}}
+    page = report.render_html(results, ["one_head", "my_attention", "split_into_heads"], meta)
+    help_ = page[page.index("<h2>Who may need help</h2>"):page.index("<h2>The students</h2>")]
+    assert "1 of 3 students" in help_ and "ben (1 right of 3)" in help_
+    assert "ana" not in help_  # 1 right of the 2 that ran: half, not fewer
+    assert "could not read (ask them for the notebook): cy (cy.zip)." in help_
+    assert "cy (0 right" not in help_  # a .zip is not a student who got everything wrong
+    assert "from 5 graded notebook(s) and 1 file(s) the grader could not read in 1 s" in page
+
+
 def test_the_csv_disarms_formulas() -> None:
     rows = list(csv.reader(io.StringIO(report.render_csv(_results()))))
     assert rows[0] == ["student", "exercise", "notebook", "status", "mistakes", "line", "message",
