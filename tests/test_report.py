@@ -387,7 +387,7 @@ def test_who_may_need_help_counts_only_what_ran_and_names_unreadable_files_apart
     ]  # fmt: skip
     meta = {"created": "", "notebooks": 5, "unreadable": 1, "seconds": 1.0, "protections": {}}
     page = report.render_html(results, ["one_head", "my_attention", "split_into_heads"], meta)
-    help_ = page[page.index("<h2>Who may need help</h2>"):page.index("<h2>The students</h2>")]
+    help_ = page[page.index("<h2>Who may need help</h2>") : page.index("<h2>The students</h2>")]
     assert "1 of 3 students" in help_ and "ben (1 right of 3)" in help_
     assert "ana" not in help_  # 1 right of the 2 that ran: half, not fewer
     assert "could not read (ask them for the notebook): cy (cy.zip)." in help_
