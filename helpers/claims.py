@@ -395,7 +395,7 @@ def check_default(function, parameter: str, expected) -> None:
     print(f"✓ {claim} (inspect.signature, the installed version)")
 
 
-# --- notebooks 05, 15 and 16: the heads inside the matrices --------------------------------------
+# --- notebooks 05, 16 and 17: the heads inside the matrices --------------------------------------
 
 
 def check_rows_are_tokens(cut: torch.Tensor, name: str) -> None:

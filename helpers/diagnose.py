@@ -1337,7 +1337,7 @@ def _run(
         if args.get("mask") is not None:
             hint += (
                 " A mask of shape (B, T, T) has no head dim, so it cannot broadcast against "
-                "scores of shape (B, h, T, T): it has to be (B, 1, T, T)."
+                "scores of shape (B, h, T, T): what shape lets one mask line up with every head?"
             )
     sizes_matter = isinstance(err, IndexError) or "is invalid for input of size" in text
     if name and sizes_matter and not _globals_read(fn):  # else the note says it

@@ -88,8 +88,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
     "heads_merged_without_transpose": (
         "the heads' outputs are put back together in the wrong order: (B, h, T, d_k) reshaped "
         "to (B, T, d_model) directly",
-        "look at the line that merges the heads: the head dim has to move back next to d_k "
-        "before the reshape.",
+        "look at the line that merges the heads: before the reshape, which dims sit next to "
+        "each other, and which must?",
     ),
     "keys_as_values": (
         "the weights multiply the keys instead of the values",

@@ -1,4 +1,4 @@
-"""Each ✓ that stands for a claim in notebooks 01, 03, 04, 06 and 10–12 can fail: the same check
+"""Each ✓ that stands for a claim in notebooks 01, 03, 04, 06 and 10–13 can fail: the same check
 the notebook calls, fed the object it passes and a wrong one (one test per claim, named after the
 notebook)."""
 

@@ -1,4 +1,4 @@
-"""Each ✓ that stands for a claim in notebooks 02, 05, 07, 15 and 16 can fail: the same check the
+"""Each ✓ that stands for a claim in notebooks 02, 05, 07, 16 and 17 can fail: the same check the
 notebook calls, fed the object it passes and a wrong one (a missing scale, swapped labels, a
 dropout that does not rescale, a permuted head, a block-diagonal W^O, a collapsed direction). One
 test per claim, named after the notebook and the claim."""

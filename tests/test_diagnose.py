@@ -271,7 +271,8 @@ def test_exceptions_and_wrong_shapes_become_messages():
 
     message = diagnose(mask_without_head_dim, echo=False).message
     assert "A mask of shape (B, T, T) has no head dim" in message
-    assert "scores of shape (B, h, T, T): it has to be (B, 1, T, T)." in message
+    assert "(B, h, T, T): what shape lets one mask line up with every head?" in message
+    assert "(B, 1, T, T)" not in message  # the hint points at the idea, not at the answer
     fn = learner_code.masked_09_mask_without_head_dim  # the learner's own masked_fill
     message = diagnose(fn, echo=False).message
     assert f"(line {marked_lines(fn)[0]}: `" in message and "has no head dim" in message

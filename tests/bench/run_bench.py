@@ -245,7 +245,7 @@ def kernel_prefetch() -> list[dict]:
         start = time.perf_counter()
         panel.d_model_slider.value += 8
         times.append(time.perf_counter() - start)
-    rows.append({"what": "02: one d_model step (16 new settings)",
+    rows.append({"what": "03: one d_model step (16 new settings)",
                  "median_ms": 1e3 * statistics.median(times), "p95_ms": 1e3 * percentile(times, 0.95)})  # fmt: skip
     model = load_minilm()
     explorer = RealHeadsExplorer(model, SENTENCES[0])
@@ -255,7 +255,7 @@ def kernel_prefetch() -> list[dict]:
         start = time.perf_counter()
         explorer.text.value = sentence
         times.append(time.perf_counter() - start)
-    rows.append({"what": "07: a new sentence (forward + 72 frames)",
+    rows.append({"what": "12: a new sentence (forward + 72 frames)",
                  "median_ms": 1e3 * statistics.median(times), "p95_ms": 1e3 * percentile(times, 0.95)})  # fmt: skip
     return rows
 

@@ -645,7 +645,7 @@ def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
         assert tooltip.inner_text().endswith(f" · {float(maps[1, 2, 5]):.3f}")
         page.mouse.move(0, 0)
         if d_k in (4, 256):
-            box.screenshot(path=SCREENSHOTS / f"11_scaling_and_dropout_d_k{d_k}.png")
+            box.screenshot(path=SCREENSHOTS / f"02_why_scale_d_k{d_k}.png")
     assert box.locator(".av-message").inner_text() == expected.message
     centre = point(box, "cellCenter", 0, 1, 1)  # hover, then move the slider with the keys
     page.mouse.move(centre["x"], centre["y"])
