@@ -6,7 +6,8 @@
 #   make notebooks  re-execute every notebook in place on a fresh kernel (Restart & Run All)
 #   make bench      speed figures against their targets (prints; saves .bench/bench.json)
 #   make student    a copy of the notebooks without the exercise solutions, in student/
-#   make site       the course as a static site in site/ (BINDER=owner/repo for Binder links)
+#   make site       the course as a static site in site/ (BINDER=owner/repo for Binder links,
+#                   SOLUTIONS=no to leave the exercises' solutions out)
 #   make report SUBMISSIONS=folder   (teachers) grade submitted notebooks into report/
 #                   (PSEUDONYMISE=1: stable pseudonyms in place of names; OUT=dir: elsewhere;
 #                   EXERCISES=01,03: the exercises set, else those half the class handed in)
@@ -48,7 +49,7 @@ student:
 	$(COURSE) student
 
 site:
-	$(COURSE) site $(if $(BINDER),--binder $(BINDER))
+	$(COURSE) site $(if $(BINDER),--binder $(BINDER)) $(if $(filter no,$(SOLUTIONS)),--no-solutions)
 
 report:
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make report SUBMISSIONS=folder [OUT=report] [PSEUDONYMISE=1]"; exit 2; }

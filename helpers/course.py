@@ -346,6 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--binder", default=os.environ.get("COURSE_BINDER"), metavar="OWNER/REPO",
         help="the course's GitHub repository, for the pages' Binder links (or $COURSE_BINDER)",
     )  # fmt: skip
+    site.add_argument(
+        "--no-solutions", action="store_true", help="leave the exercises' solutions out (homework)"
+    )
     report = sub.add_parser("report", help="grade submitted notebooks: report/report.html")
     report.add_argument("submissions", metavar="SUBMISSIONS", help="the folder of notebooks")
     report.add_argument("--out", default="report", help="where the report goes (default report/)")
@@ -395,7 +398,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _run([py, "-m", "tests.bench.run_bench"])
     elif args.command == "site":
         setup()
-        _run([py, "-m", "helpers.site", *(["--binder", args.binder] if args.binder else [])])
+        _run([py, "-m", "helpers.site", *(["--binder", args.binder] if args.binder else []),
+              *(["--no-solutions"] if args.no_solutions else [])])  # fmt: skip
     elif args.command == "report":
         setup()
         pseudonymise = ["--pseudonymise"] if args.pseudonymise else []

@@ -269,9 +269,10 @@ BANNER = (
 )
 
 
-def _exercises(notebook) -> None:
+def _exercises(notebook, solutions: bool = True) -> None:
     """Each exercise as a learner meets it: the skeleton of the student copy, its solution folded
-    away below, and the check's output replaced by where to run it."""
+    away below (left out with `solutions=False`, for a site given as homework), and the check's
+    output replaced by where to run it."""
     import nbformat
 
     from tests.student.build import stub  # the student copy's own skeletons (make student)
@@ -282,6 +283,8 @@ def _exercises(notebook) -> None:
             solution = html.escape(cell.source)
             cell.source, cell.outputs, cell.execution_count = stub(cell.source), [], None
             cells.append(cell)
+            if not solutions:
+                continue
             cells.append(nbformat.v4.new_markdown_cell(
                 "<details class=\"course-site-solution\"><summary>A solution (open it after "
                 f"trying)</summary><pre><code>{solution}</code></pre></details>"
@@ -309,7 +312,9 @@ def _links(body: str, names: set[str]) -> str:
     return re.sub(r'(?<!">)<code>(\d\d_\w+)\.ipynb</code>', page, body)
 
 
-def render_page(path: Path, page: Page, nav: str, live: str, out: Path, names=()) -> None:
+def render_page(
+    path: Path, page: Page, nav: str, live: str, out: Path, names=(), solutions: bool = True
+) -> None:
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -317,7 +322,7 @@ def render_page(path: Path, page: Page, nav: str, live: str, out: Path, names=()
     for n, (i, j) in enumerate(widget_outputs(notebook)):
         text = "".join(notebook.cells[i].outputs[j]["data"].get("text/plain", ""))
         notebook.cells[i].outputs[j] = nbformat.from_dict(_placeholder(n, text.split(":")[0]))
-    _exercises(notebook)
+    _exercises(notebook, solutions)
     banner = BANNER.format(live=live)
     notebook.cells.insert(0, nbformat.v4.new_markdown_cell(
         f'<div class="course-site-banner">{banner}</div>'
@@ -387,8 +392,14 @@ def render_glossary(out: Path, live: str) -> None:
     )
 
 
-def build(out: Path = ROOT / "site", binder: str | None = None, only: list[str] | None = None):
-    """Write the site; returns the pages. `only`: notebook names (tests build a few)."""
+def build(
+    out: Path = ROOT / "site",
+    binder: str | None = None,
+    only: list[str] | None = None,
+    solutions: bool = True,
+):
+    """Write the site; returns the pages. `only`: notebook names (tests build a few);
+    `solutions=False` leaves the exercises' solutions out."""
     import torch
 
     start = time.monotonic()
@@ -412,7 +423,7 @@ def build(out: Path = ROOT / "site", binder: str | None = None, only: list[str] 
     for i, (path, page) in enumerate(zip(paths, pages)):
         began = time.monotonic()
         live = live_links(page.name, binder)
-        render_page(path, page, _nav(pages, i, live), live, out, [p.name for p in pages])
+        render_page(path, page, _nav(pages, i, live), live, out, [p.name for p in pages], solutions)
         page.seconds += time.monotonic() - began
         print(
             f"  {page.name:34} {page_mb(out, page.name):5.1f} MB  {page.seconds:5.1f} s", flush=True
@@ -444,9 +455,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "site")
     parser.add_argument("--binder", default=os.environ.get("COURSE_BINDER"),
                         help="owner/repository on GitHub, for the pages' Binder links")  # fmt: skip
+    parser.add_argument(
+        "--no-solutions", action="store_true", help="leave the exercises' solutions out (homework)"
+    )
     parser.add_argument("only", nargs="*", help="notebook names (default: all)")
     args = parser.parse_args(argv)
-    build(args.out, args.binder, args.only or None)
+    build(args.out, args.binder, args.only or None, solutions=not args.no_solutions)
     return 0
 
 

@@ -141,6 +141,23 @@ def test_every_figure_keeps_its_alt_text(built):
     assert alts and re.findall(r'<img[^>]*\balt="([^"]*)"', page) == alts
 
 
+def test_a_homework_site_leaves_the_solutions_out():
+    import nbformat
+
+    solution = (
+        'def f(x):\n    """Add."""\n    # 1. one step -> (B, T)\n    # 2. another -> (B, T)\n'
+        "    return x + 12345\n"
+    )
+    cells = [nbformat.v4.new_code_cell(solution, metadata={"tags": ["solution"]}),
+             nbformat.v4.new_code_cell("check(f)")]  # fmt: skip
+    for solutions, kept in ((True, 1), (False, 0)):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.from_dict(c) for c in cells])
+        site._exercises(notebook, solutions=solutions)
+        text = "\n".join(c.source for c in notebook.cells)
+        assert text.count("x + 12345") == kept and "NotImplementedError" in text
+        assert text.count("course-site-solution") == kept and len(notebook.cells) == 2 + kept
+
+
 def test_an_exercise_shows_its_skeleton_with_the_solution_folded_and_the_glossary_is_a_page(built):
     out, pages = built
     page = (out / "03_per_head_projections.html").read_text(encoding="utf-8")
