@@ -95,6 +95,35 @@ def linear_to_srgb(lin: np.ndarray) -> np.ndarray:
     )
 
 
+def luminance(colour: str) -> float:
+    """WCAG 2.2 relative luminance of '#rrggbb'."""
+    return float(srgb_to_linear(hex_to_rgb(colour)) @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2.2 contrast ratio of two '#rrggbb' colours, 1..21."""
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def on_white(colour: str, ratio: float) -> str:
+    """`colour` darkened just enough to stand `ratio`:1 against white (unchanged if it does):
+    linear RGB scaled down, so hue and saturation stay and only the lightness drops. The view's
+    `lineColour` does the same for its lines."""
+    most = 1.05 / ratio - 0.05  # the largest luminance with that contrast
+    L = luminance(colour)
+    if L <= most:
+        return colour
+    darker = linear_to_srgb(srgb_to_linear(hex_to_rgb(colour)) * most / L)
+    return rgb_to_hex(np.floor(darker * 255) / 255)
+
+
+TEXT_CONTRAST = 4.5  # WCAG 2.2 1.4.3: text
+LINE_CONTRAST = 3.1  # 1.4.11: lines and other graphics (3:1, with room for rounding)
+HEAD_TEXT: tuple[str, ...] = tuple(on_white(c, TEXT_CONTRAST) for c in HEAD_COLOURS)
+HEAD_LINES: tuple[str, ...] = tuple(on_white(c, LINE_CONTRAST) for c in HEAD_COLOURS)
+
+
 def simulate_cvd(rgb: np.ndarray, kind: str) -> np.ndarray:
     """Simulate dichromat vision (Machado 2009, severity 1) for sRGB array (..., 3) in 0..1."""
     if kind not in _CVD_MATRICES:

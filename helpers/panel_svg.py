@@ -12,6 +12,8 @@ import html
 import matplotlib
 import torch
 
+from helpers.palette import LINE_CONTRAST, on_white
+
 __all__ = ["query_breakdown_svg", "parameter_counts_svg", "kv_groups_svg", "rank_bars_svg"]
 
 FONT = 14
@@ -139,6 +141,7 @@ def parameter_counts_svg(
             'stroke-dasharray="4 3"/>'
         )
     for i, ((label, (xs, counts)), colour) in enumerate(zip(series.items(), colours)):
+        colour = on_white(colour, LINE_CONTRAST)  # a line on white: 3:1 at least
         points = " ".join(f"{x_of(h):.1f},{y_of(c):.1f}" for h, c in zip(xs, counts))
         parts.append(
             f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2.5"/>'
@@ -157,7 +160,9 @@ def parameter_counts_svg(
 
 def kv_groups_svg(num_heads: int, num_kv_heads: int, colours: list[str], width: int = 440) -> str:
     """Which query heads share which K/V head: h query boxes on top, g K/V boxes below, a line
-    from each query head to the K/V head of its group; group j in colours[j]."""
+    from each query head to the K/V head of its group; group j in colours[j], darkened where
+    needed to stand 3:1 on white."""
+    colours = [on_white(c, LINE_CONTRAST) for c in colours]
     group = num_heads // num_kv_heads
     left, right, box_h = 108, 8, 26  # room for 'query heads' at 14 px
     step = (width - left - right) / num_heads

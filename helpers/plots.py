@@ -39,7 +39,9 @@ __all__ = [
 ]
 
 ATTENTION_CMAP = "viridis"
-HEAD_COLOURS = palette.HEAD_COLOURS  # one palette for figures and panels
+HEAD_COLOURS = palette.HEAD_COLOURS  # one palette for figures and panels: fills
+HEAD_TEXT = palette.HEAD_TEXT  # the same, darkened to 4.5:1 on white where needed: text
+HEAD_LINES = palette.HEAD_LINES  # ... and to 3:1: lines and markers
 
 # One style for every figure, set here: what the back row of a room sees on a projector at
 # 1280x720, in JupyterLab's notebook view. `show` sizes each picture to fit that view and records
@@ -133,10 +135,20 @@ def to_png(fig: Figure, dpi: float | None = None) -> bytes:
 
 
 def _alt(fig: Figure) -> str:
-    """A text alternative for a screen reader: the figure's titles."""
+    """A text alternative for a screen reader: the figure's titles; a figure without any is
+    described by its headings drawn as text, its legend and its axes."""
     titles = [fig._suptitle.get_text()] if fig._suptitle else []
     titles += [ax.get_title() for ax in fig.axes if ax.get_title()]
-    return "; ".join(t.replace("\n", " ") for t in titles) or "figure"
+    if not titles:
+        for ax in fig.axes:
+            titles += [t.get_text() for t in ax.texts if len(t.get_text()) > 12][:4]
+            legend = ax.get_legend()
+            if legend is not None:
+                titles.append("lines: " + ", ".join(t.get_text() for t in legend.get_texts()))
+            axes = [ax.get_xlabel(), ax.get_ylabel()]
+            if all(axes):
+                titles.append(f"{axes[1]} against {axes[0]}")
+    return "; ".join(" ".join(t.split()) for t in titles if t.strip()) or "figure"
 
 
 def show(fig: Figure, jpeg: bool = False) -> None:
@@ -183,10 +195,12 @@ def attention_map(
     ax.set_ylabel("query (attending)", fontsize=FONT)
     ax.set_title(title, fontsize=FONT + 1)
     if annotate and T <= 12:
+        table = colormap_table()
         for i in range(T):
             for j in range(T):
                 value = float(w[i, j])
-                colour = "black" if value > 0.6 else "white"
+                cell = table[max(0, min(255, round(value * 255)))]  # as the panels choose
+                colour = max(("#000000", "#ffffff"), key=lambda ink: palette.contrast(ink, cell))
                 ax.text(
                     j, i, f"{value:.2f}", ha="center", va="center", fontsize=SMALL, color=colour
                 )
@@ -308,12 +322,12 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "co
             ax.add_patch(Rectangle((-0.5, start), d_out, d_k, facecolor=colour, alpha=0.4, lw=0))
             ax.axhline(start, color="black", lw=1.5)
             ax.text(-1.0, start + d_k / 2, f"head {i}", ha="right", va="center", fontsize=FONT,
-                    color=colour)  # fmt: skip
+                    color=HEAD_TEXT[i % len(HEAD_TEXT)])  # fmt: skip
         else:
             ax.add_patch(Rectangle((start, -0.5), d_k, d_in, facecolor=colour, alpha=0.4, lw=0))
             ax.axvline(start, color="black", lw=1.5)
             ax.text(start + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT,
-                    color=colour)  # fmt: skip
+                    color=HEAD_TEXT[i % len(HEAD_TEXT)])  # fmt: skip
     if by_rows:
         ax.axhline(d_in - 0.5, color="black", lw=1.5)
         ax.set_yticks([])
@@ -343,7 +357,7 @@ def parameter_counts(
     fig.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.9)
     ax = fig.add_subplot()
     top = 0
-    for i, ((label, (hs, counts)), colour) in enumerate(zip(series.items(), HEAD_COLOURS)):
+    for i, ((label, (hs, counts)), colour) in enumerate(zip(series.items(), HEAD_LINES)):
         style = "-" if i == 0 else "o--"
         ax.plot(hs, counts, style, color=colour, lw=5 if i == 0 else 2, ms=8, label=label)
         top = max(top, *counts)
@@ -371,7 +385,7 @@ def loss_curves(curves: dict[str, list[float]], title: str) -> Figure:
     """Training loss against step, one line per label."""
     fig = Figure(figsize=(7, 3.6), layout="constrained")
     ax = fig.add_subplot()
-    for (label, losses), colour in zip(curves.items(), HEAD_COLOURS):
+    for (label, losses), colour in zip(curves.items(), HEAD_LINES):
         ax.plot(range(1, len(losses) + 1), losses, color=colour, lw=2, label=label)
     ax.set_yscale("log")
     ax.set_xlabel("training step", fontsize=FONT)
@@ -390,8 +404,8 @@ def copy_curves(first: list[float], repeat: list[float], chance: float, steps: i
     fig = Figure(figsize=(7, 3.4), layout="constrained")
     ax = fig.add_subplot()
     for label, losses, colour in [
-        ("first copy: cannot be predicted", first, HEAD_COLOURS[0]),
-        ("the repeat: can be copied", repeat, HEAD_COLOURS[1]),
+        ("first copy: cannot be predicted", first, HEAD_LINES[0]),
+        ("the repeat: can be copied", repeat, HEAD_LINES[1]),
     ]:
         if losses:
             t = torch.tensor(losses)
@@ -505,7 +519,7 @@ def timings(
     than the noise."""
     fig = Figure(figsize=(7, 3.8), layout="constrained")
     ax = fig.add_subplot()
-    for (label, ms), colour in zip(series.items(), HEAD_COLOURS):
+    for (label, ms), colour in zip(series.items(), HEAD_LINES):
         ax.plot(head_counts, ms, "o-", color=colour, lw=2, ms=7, label=label)
         if spread and label in spread:
             low, high = zip(*spread[label])
@@ -548,7 +562,7 @@ def saturation(d_ks: list[int], series: dict[str, dict[str, list[float]]], T: in
     for ax, field in zip(axes, fields):
         both = field == "query_grad" and median
         label, marks = known["query_grad_both" if both else field]
-        for (name, values), colour in zip(series.items(), HEAD_COLOURS):
+        for (name, values), colour in zip(series.items(), HEAD_LINES):
             ax.plot(d_ks, values[field], "o-", color=colour, lw=2, ms=6, label=name)
             if both:
                 ax.plot(d_ks, values["query_grad_median"], "s--", color=colour, lw=2, ms=5)
@@ -631,18 +645,17 @@ def head_cut(source: torch.Tensor, cuts: dict[str, torch.Tensor], words: list[st
         ax.text(x_start, top + 0.4, "\n".join(lines), fontsize=FONT, va="top")
         if not per_head:  # which columns of q each head owns: features i·d_k .. (i+1)·d_k
             for i in range(d_model // d_k):
-                colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
                 x0 = x_start + i * d_k
-                ax.plot([x0 + 0.15, x0 + d_k - 0.15], [y0 - 0.15] * 2, color=colour, lw=2)
+                ax.plot([x0 + 0.15, x0 + d_k - 0.15], [y0 - 0.15] * 2,
+                        color=HEAD_LINES[i % len(HEAD_LINES)], lw=2)  # fmt: skip
                 ax.text(x0 + d_k / 2, y0 - 0.3, f"head {i}", ha="center", fontsize=SMALL,
-                        color=colour, va="bottom")  # fmt: skip
+                        color=HEAD_TEXT[i % len(HEAD_TEXT)], va="bottom")  # fmt: skip
         for i in range(len(grid)):
             x0 = x_start + i * (d_k + gap)
             _token_grid(ax, grid[i], x0, y0, colours)
             if per_head:
-                colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
                 ax.text(x0 + d_k / 2, y0 - 0.2, f"head {i}", ha="center", fontsize=SMALL,
-                        color=colour, va="bottom")  # fmt: skip
+                        color=HEAD_TEXT[i % len(HEAD_TEXT)], va="bottom")  # fmt: skip
         for t in range(T):  # the row labels the code believes: "token t"
             name = f"{t}: {words[t]}" if t < len(words) else str(t)
             ax.text(x_start - 0.3, y0 + t + 0.5, name, ha="right", va="center", fontsize=SMALL)
@@ -664,10 +677,10 @@ def head_reach(changes: dict[str, torch.Tensor], d_k: int) -> Figure:
         image = ax.imshow(grid.numpy(), cmap="Greys", vmin=0, aspect="auto",
                           interpolation="nearest")  # fmt: skip
         for i in range(1, d_model // d_k):
-            ax.axvline(i * d_k - 0.5, color=HEAD_COLOURS[0], lw=1, ls=":")
+            ax.axvline(i * d_k - 0.5, color=HEAD_LINES[0], lw=1, ls=":")
         ax.set_yticks(range(h), [f"head {i}" for i in range(h)], fontsize=SMALL)
         for i, tick in enumerate(ax.get_yticklabels()):
-            tick.set_color(HEAD_COLOURS[i % len(HEAD_COLOURS)])
+            tick.set_color(HEAD_TEXT[i % len(HEAD_TEXT)])
         ax.set_title(name, fontsize=FONT)
         ax.set_xlabel(f"output feature (d_model = {d_model}); dotted: every d_k = {d_k}",
                       fontsize=SMALL)  # fmt: skip

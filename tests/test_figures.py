@@ -33,6 +33,8 @@ def test_every_figure_a_notebook_shows_has_text_readable_from_the_back(path):
         assert course, f"{path.name} cell {i}: an image not shown through plots.show"
         assert course["text_px"] >= plots.MIN_TEXT_PX, (path.name, i, course)
         assert course["width"] <= plots.DISPLAY_WIDTH, (path.name, i, course)
+        alt = output["metadata"][mime].get("alt", "")
+        assert len(alt) > 12 and alt != "figure", (path.name, i, alt)  # says what it shows
 
 
 def test_the_measure_sees_small_text_and_a_figure_too_wide_for_the_view():

@@ -154,3 +154,93 @@ def test_head_reach_one_panel_per_way_heads_by_features():
     fig = plots.head_reach({"with": torch.rand(4, 32), "without": torch.rand(4, 32)}, d_k=8)
     images = [ax.get_images()[0] for ax in fig.axes if ax.get_images() and ax.get_title()]
     assert [im.get_array().shape for im in images] == [(4, 32), (4, 32)]
+
+
+def _inks(fig) -> list[tuple[str, str]]:
+    """Every head-coloured text and line of a figure: ("text" | "line", '#rrggbb')."""
+    from matplotlib.colors import to_hex
+
+    found = []
+    for ax in fig.axes:
+        texts = [*ax.texts, *ax.get_xticklabels(), *ax.get_yticklabels()]
+        found += [("text", to_hex(t.get_color())) for t in texts if t.get_text()]
+        found += [("line", to_hex(line.get_color())) for line in ax.lines]
+    return found
+
+
+def _figures_with_head_colours():
+    T, d_model, h = 7, 16, 8
+    source = torch.arange(T).float()[:, None].expand(T, d_model)
+    cut = source.reshape(h, T, d_model // h)
+    values = {"max_weight": [0.2, 0.3], "entropy": [2.0, 1.0], "grad_norm": [0.3, 0.2]}
+    eight = {f"run {i}": [1.0, 0.5] for i in range(8)}
+    return {
+        "block_matrix": plots.block_matrix(torch.randn(32, 32), h=8),
+        "block_matrix rows": plots.block_matrix(torch.randn(32, 32), h=8, name="W^O", cut="rows"),
+        "parameter_counts": plots.parameter_counts({"a": ([1, 2], [3, 4]), "b": ([1, 2], [5, 6])}, "t"),
+        "loss_curves": plots.loss_curves(eight, "t"),
+        "copy_curves": plots.copy_curves([3.5] * 60, [3.0] * 60, 3.47, 60),
+        "timings": plots.timings([1, 2], eight, "t"),
+        "saturation": plots.saturation([4, 16], {n: values for n in ("a", "b")}, T=16),
+        "head_cut": plots.head_cut(source, {"a": cut}, WORDS),
+        "head_reach": plots.head_reach({"with": torch.rand(8, 32)}, d_k=4),
+    }
+
+
+def test_head_colours_in_figures_stand_out_on_white_text_4_5_and_lines_3():
+    from helpers.palette import contrast
+
+    for name, fig in _figures_with_head_colours().items():
+        inks = _inks(fig)
+        assert any(ink not in ("#000000", "#ffffff") for _, ink in inks), name  # a head's colour
+        for kind, ink in inks:
+            least = 4.5 if kind == "text" else 3.0
+            assert contrast(ink, "#ffffff") >= least, (name, kind, ink)
+
+
+def test_the_contrast_rule_sees_the_palette_s_light_colours():
+    from helpers.palette import HEAD_COLOURS, HEAD_LINES, HEAD_TEXT, contrast
+
+    amber = HEAD_COLOURS[1]
+    assert contrast(amber, "#ffffff") == pytest.approx(2.16, abs=0.01)  # what the figures drew
+    assert HEAD_TEXT[1] != amber and contrast(HEAD_TEXT[1], "#ffffff") == pytest.approx(4.5, abs=0.05)
+    assert contrast(HEAD_LINES[1], "#ffffff") == pytest.approx(3.1, abs=0.05)
+    assert HEAD_TEXT[0] == HEAD_COLOURS[0]  # dark enough already: unchanged
+
+
+def test_an_annotated_map_writes_each_weight_in_the_ink_that_stands_out():
+    from matplotlib.colors import to_hex
+
+    from helpers.palette import contrast
+
+    weights = torch.linspace(0, 1, 36).reshape(6, 6)
+    fig = plots.attention_map(weights, list("abcdef"), "one head", annotate=True)
+    table = plots.colormap_table()
+    for text in fig.axes[0].texts:
+        cell = table[round(float(text.get_text()) * 255)]
+        assert contrast(to_hex(text.get_color()), cell) >= 4.5, text.get_text()
+
+
+def test_the_side_panels_lines_and_boxes_stand_3_to_1_on_white():
+    import re
+
+    from helpers.palette import HEAD_COLOURS, contrast
+    from helpers.panel_svg import kv_groups_svg, parameter_counts_svg
+
+    counts = parameter_counts_svg({"a": ([1, 2], [3, 4]), "b": ([1, 2], [5, 6])},
+                                  list(HEAD_COLOURS[:2]), highlight=2)  # fmt: skip
+    groups = kv_groups_svg(8, 4, list(HEAD_COLOURS))
+    lines = re.findall(r'<polyline[^>]*stroke="(#\w{6})"', counts)
+    lines += re.findall(r'<line[^>]*stroke="(#\w{6})"', groups)
+    boxes = re.findall(r'<rect[^>]*fill="(#\w{6})"', groups)
+    assert len(lines) == 2 + 8 and len(boxes) == 4 + 8
+    assert all(contrast(c, "#ffffff") >= 3.0 for c in lines + boxes), lines + boxes
+
+
+def test_a_figure_without_titles_is_described_by_its_headings_legend_and_axes():
+    curves = plots._alt(plots.copy_curves([3.5] * 60, [3.0] * 60, 3.47, 60))
+    assert "lines: first copy: cannot be predicted, the repeat: can be copied" in curves
+    assert "loss (mean of 50 steps) against training step" in curves
+    maps = plots.heads_mosaic(torch.rand(2, 7, 7), WORDS, "", titles=["head 0, the sentence", "b"])
+    assert plots._alt(maps).startswith("head 0, the sentence;")
+    assert plots._alt(plots.attention_map(torch.eye(7), WORDS, "one head")) == "one head"
