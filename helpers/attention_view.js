@@ -526,8 +526,7 @@ function drawMatrix(ctx, area, frame, block, palette) {
   small.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   ctx.drawImage(small, x0, y0, w, hgt);
-  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
-  const widestLabel = ctx.measureText(frame.name.replace("^", `${subscript(h - 1)}^`)).width;
+  const widestLabel = drawIndexed(ctx, frame.name, h - 1, 0, 0, false);
   const step = Math.max(1, Math.ceil((widestLabel + 8) / (dk * cell))); // labels never touch
   for (let i = 0; i < h; i++) {
     const x = x0 + i * dk * cell;
@@ -539,12 +538,8 @@ function drawMatrix(ctx, area, frame, block, palette) {
     ctx.fillStyle = "#000";
     ctx.fillRect(x - 1, y0 - 2, 2, hgt + 2);
     if (i % step === 0) {
-      ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
-      ctx.textAlign = "center";
-      ctx.textBaseline = "bottom";
       ctx.fillStyle = "#1f2328";
-      const label = frame.name.replace("^", `${subscript(i)}^`); // W^Q -> W₀^Q
-      ctx.fillText(label, x + (dk * cell) / 2, y0 - 9);
+      drawIndexed(ctx, frame.name, i, x + (dk * cell) / 2, y0 - 14); // W^Q -> W with 0 below, Q above
     }
   }
   ctx.fillStyle = "#000";
@@ -563,8 +558,27 @@ function drawMatrix(ctx, area, frame, block, palette) {
   return { matrix: { x0, y0, cell, n_in, n_out, dk } };
 }
 
-function subscript(i) {
-  return String(i).replace(/[0-9]/g, (d) => "₀₁₂₃₄₅₆₇₈₉"[Number(d)]);
+// "W^Q" with head i drawn as the formulas write it, W_i^Q: the index below and the letter above,
+// both at FONT (the smallest text), the W larger; centred on x, on the baseline y. Returns the
+// width; draw = false only measures.
+function drawIndexed(ctx, name, i, x, y, draw = true) {
+  const [base, upper = ""] = name.split("^");
+  const lower = String(i);
+  ctx.font = `bold ${FONT + 4}px ${FONT_FAMILY}`;
+  const wBase = ctx.measureText(base).width;
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  const wUpper = ctx.measureText(upper).width, wLower = ctx.measureText(lower).width;
+  const width = wBase + 1 + Math.max(wUpper, wLower);
+  if (!draw) return width;
+  const left = x - width / 2;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "alphabetic";
+  ctx.font = `bold ${FONT + 4}px ${FONT_FAMILY}`;
+  ctx.fillText(base, left, y);
+  ctx.font = `bold ${FONT}px ${FONT_FAMILY}`;
+  ctx.fillText(upper, left + wBase + 1, y - 7);
+  ctx.fillText(lower, left + wBase + 1, y + 4);
+  return width;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -116,7 +116,9 @@ def render(fig: Figure, dpi: float | None = None, fmt: str = "png") -> tuple[byt
 
     def measured(self, gc, x, y, s, prop, *args, **kwargs):
         if s.strip():
-            sizes.append(prop.get_size_in_points())
+            ismath = kwargs.get("ismath", args[1] if len(args) > 1 else False)
+            scripts = ismath and ("^" in s or "_" in s)  # mathtext draws them at 0.7 of the size
+            sizes.append(prop.get_size_in_points() * (0.7 if scripts else 1.0))
         return draw_text(self, gc, x, y, s, prop, *args, **kwargs)
 
     buffer = io.BytesIO()
@@ -148,7 +150,7 @@ def _alt(fig: Figure) -> str:
             axes = [ax.get_xlabel(), ax.get_ylabel()]
             if all(axes):
                 titles.append(f"{axes[1]} against {axes[0]}")
-    return "; ".join(" ".join(t.split()) for t in titles if t.strip()) or "figure"
+    return "; ".join(" ".join(t.replace("$", "").split()) for t in titles if t.strip()) or "figure"
 
 
 def show(fig: Figure, jpeg: bool = False) -> None:
@@ -307,17 +309,16 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "co
     by_rows = cut == "rows"
     d_k = (d_in if by_rows else d_out) // h
     fig = Figure(figsize=(7.2, 6.0))  # fixed margins: constrained layout is slow on a slider
-    fig.subplots_adjust(left=0.16 if by_rows else 0.1, right=0.97, bottom=0.09, top=0.86)
+    top = 0.86 if by_rows else 0.84  # columns: room for the W_i^Q labels above
+    fig.subplots_adjust(left=0.16 if by_rows else 0.1, right=0.97, bottom=0.09, top=top)
     ax = fig.add_subplot()
     limit = float(w.abs().max()) or 1.0
     ax.imshow(w.numpy(), cmap="gray", vmin=-limit, vmax=limit, interpolation="nearest")
-    subscript = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
-    symbol = name.split("^")[0]
+    symbol, _, role = name.partition("^")
     for i in range(h):
         colour = HEAD_COLOURS[i % len(HEAD_COLOURS)]
         start = i * d_k - 0.5
-        # plain-text labels (W₀, W₁, ...): mathtext would cost ~4 ms each on every redraw
-        label = f"{symbol}{str(i).translate(subscript)}"
+        label = f"${symbol}_{{{i}}}^{{{role}}}$"  # as the text writes it: W_i^Q
         if by_rows:
             ax.add_patch(Rectangle((-0.5, start), d_out, d_k, facecolor=colour, alpha=0.4, lw=0))
             ax.axhline(start, color="black", lw=1.5)
@@ -326,8 +327,15 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "co
         else:
             ax.add_patch(Rectangle((start, -0.5), d_k, d_in, facecolor=colour, alpha=0.4, lw=0))
             ax.axvline(start, color="black", lw=1.5)
-            ax.text(start + d_k / 2, -1.0, label, ha="center", va="bottom", fontsize=FONT,
-                    color=HEAD_TEXT[i % len(HEAD_TEXT)])  # fmt: skip
+            ax.text(
+                start + d_k / 2,
+                -1.0,
+                label,
+                ha="center",
+                va="bottom",
+                fontsize=FONT + 6,
+                color=HEAD_TEXT[i % len(HEAD_TEXT)],
+            )  # fmt: skip (scripts: 0.7 of it)
     if by_rows:
         ax.axhline(d_in - 0.5, color="black", lw=1.5)
         ax.set_yticks([])
@@ -340,7 +348,7 @@ def block_matrix(weight: torch.Tensor, h: int, name: str = "W^Q", cut: str = "co
         ax.set_ylabel(f"input feature (d_model = {d_in})", fontsize=FONT)
         what = f"{h} blocks of {d_k} columns, one per head"
     ax.set_title(f"{name} as x·W ({d_in} × {d_out}): {what}", fontsize=FONT + 1,
-                 pad=12 if by_rows else 26)  # fmt: skip
+                 pad=12 if by_rows else 40)  # fmt: skip
     return fig
 
 

@@ -28,6 +28,8 @@ def test_block_matrix_draws_one_block_per_head():
     assert len(ax.patches) == 8
     boundaries = sorted({line.get_xdata()[0] for line in ax.lines})
     assert boundaries == [4 * i - 0.5 for i in range(9)]
+    assert [t.get_text() for t in ax.texts] == [f"$W_{{{i}}}^{{Q}}$" for i in range(8)]  # W_i^Q
+    assert plots._alt(fig).startswith("W^Q as x·W (32 × 32)")  # read without the $
 
 
 def test_qkv_layouts_draws_three_pieces_at_one_scale():
@@ -177,7 +179,7 @@ def _figures_with_head_colours():
     return {
         "block_matrix": plots.block_matrix(torch.randn(32, 32), h=8),
         "block_matrix rows": plots.block_matrix(torch.randn(32, 32), h=8, name="W^O", cut="rows"),
-        "parameter_counts": plots.parameter_counts({"a": ([1, 2], [3, 4]), "b": ([1, 2], [5, 6])}, "t"),
+        "parameter_counts": plots.parameter_counts({"a": ([1, 2], [3, 4]), "b": ([2], [5])}, "t"),
         "loss_curves": plots.loss_curves(eight, "t"),
         "copy_curves": plots.copy_curves([3.5] * 60, [3.0] * 60, 3.47, 60),
         "timings": plots.timings([1, 2], eight, "t"),
@@ -203,7 +205,8 @@ def test_the_contrast_rule_sees_the_palette_s_light_colours():
 
     amber = HEAD_COLOURS[1]
     assert contrast(amber, "#ffffff") == pytest.approx(2.16, abs=0.01)  # what the figures drew
-    assert HEAD_TEXT[1] != amber and contrast(HEAD_TEXT[1], "#ffffff") == pytest.approx(4.5, abs=0.05)
+    assert HEAD_TEXT[1] != amber
+    assert contrast(HEAD_TEXT[1], "#ffffff") == pytest.approx(4.5, abs=0.05)
     assert contrast(HEAD_LINES[1], "#ffffff") == pytest.approx(3.1, abs=0.05)
     assert HEAD_TEXT[0] == HEAD_COLOURS[0]  # dark enough already: unchanged
 
