@@ -4,10 +4,9 @@ below or right of the screen. The walk presses Space as a teacher does, through 
 writes each slide's height to .screenshots/slide_heights.txt. Every formula on a slide is typeset
 (no $ sign is left in the rendered text).
 
-Not there yet (issue 25): 2 slides of 208 hold one code cell that is taller than the screen on
-its own; splitting slides cannot help them, shortening the cell can. STILL_TALL lists how many
-each notebook has and how tall the tallest is; the test fails if a notebook gains one or one
-grows (lower an entry when a cell is shortened)."""
+STILL_TALL lists, per notebook, slides allowed to be taller than the screen (how many, and how
+tall the tallest): none is left; an entry would be for a single code cell taller than the screen,
+which splitting slides cannot help. The test fails if a notebook gains one or one grows."""
 
 import nbformat
 import pytest
