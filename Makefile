@@ -49,7 +49,7 @@ student:
 	$(COURSE) student
 
 site:
-	$(COURSE) site $(if $(BINDER),--binder $(BINDER)) $(if $(filter no,$(SOLUTIONS)),--no-solutions)
+	$(COURSE) site $(if $(BINDER),--binder $(BINDER)) $(if $(filter no No NO 0 false off,$(SOLUTIONS)),--no-solutions)
 
 report:
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make report SUBMISSIONS=folder [OUT=report] [PSEUDONYMISE=1]"; exit 2; }

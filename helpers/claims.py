@@ -650,14 +650,17 @@ def check_phase_change(
 def check_composition(base: float, without: dict[str, float], chance: float) -> None:
     """Ablations, each measured as the repeat's loss: silencing the previous-token head multiplies
     it at least 4 times (measured 4.7-9.9 times at seeds 0-7); silencing layer 1's induction
-    heads together takes it back to chance or above (at least 90 % of chance: the copying is
-    gone); silencing any one of them alone keeps it below 40 % of chance (the others still copy).
-    without: {"previous": loss, "induction": all induction heads, "one induction": the largest
-    loss over the induction heads silenced one at a time}."""
+    heads together takes it to at least 90 % of chance (the copying is gone; measured 3.49-3.51
+    against 3.47); silencing any one of them alone raises it less than silencing the
+    previous-token head (at most 0.65 of it at seeds 0-7) and keeps it below 40 % of chance (the
+    others still copy, less well). without: {"previous": loss, "induction": all induction heads,
+    "one induction": the largest loss over the induction heads silenced one at a time}."""
+    one = without["one induction"]
     fails = (
         without["previous"] < 4 * base
         or without["induction"] < 0.9 * chance
-        or without["one induction"] > 0.4 * chance
+        or one >= without["previous"]
+        or one > 0.4 * chance
     )
     if fails:
         raise _fail(
@@ -669,6 +672,6 @@ def check_composition(base: float, without: dict[str, float], chance: float) -> 
         f"✓ repeat loss {base:.2f}; without the previous-token head {without['previous']:.2f} "
         f"({without['previous'] / base:.1f}×, at least 4×); without the induction heads together "
         f"{without['induction']:.2f}: chance is {chance:.2f}, the copying is gone; without any one "
-        f"of them at most {without['one induction']:.2f}: below 40 % of chance, the others still "
-        "copy"
+        f"of them at most {one:.2f} ({one / base:.1f}×): less than without the previous-token "
+        "head, and below 40 % of chance: the others still copy, less well"
     )

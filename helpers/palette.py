@@ -108,7 +108,8 @@ def contrast(a: str, b: str) -> float:
 
 def on_white(colour: str, ratio: float) -> str:
     """`colour` darkened just enough to stand `ratio`:1 against white (unchanged if it does):
-    linear RGB scaled down, so hue and saturation stay and only the lightness drops. The view's
+    linear RGB scaled down, so the chromaticity stays (the hue, roughly) and only the luminance
+    drops. The view's
     `lineColour` does the same for its lines."""
     most = 1.05 / ratio - 0.05  # the largest luminance with that contrast
     L = luminance(colour)

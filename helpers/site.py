@@ -402,6 +402,10 @@ def build(
     `solutions=False` leaves the exercises' solutions out."""
     import torch
 
+    if binder and not solutions:  # Binder opens the repository's notebooks: solutions included
+        print("  no Binder links with --no-solutions: Binder would open this repository's "
+              "notebooks, solutions included", flush=True)  # fmt: skip
+        binder = None
     start = time.monotonic()
     torch.set_num_threads(1)
     paths = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -176,3 +176,10 @@ def test_an_exercise_shows_its_skeleton_with_the_solution_folded_and_the_glossar
         pages["03_per_head_projections"].title
         == "03 · h heads, each with its own W_i^Q, W_i^K, W_i^V"
     )
+
+
+def test_a_homework_site_has_no_binder_link_to_the_solutions(tmp_path, capsys):
+    site.build(tmp_path / "site", binder="owner/repo", only=["00_setup_check"], solutions=False)
+    page = (tmp_path / "site" / "00_setup_check.html").read_text(encoding="utf-8")
+    assert "mybinder.org" not in page and "github.com/owner/repo" not in page
+    assert "no Binder links with --no-solutions" in capsys.readouterr().out

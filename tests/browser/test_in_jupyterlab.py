@@ -109,6 +109,7 @@ DRAWN = [
     "13_cross_attention.ipynb",
     "15_shared_kv.ipynb",
     "17_w_qk_and_w_ov.ipynb",
+    "18_induction_heads.ipynb",
 ]
 
 
