@@ -42,7 +42,9 @@ class InductionExplorer(_Panel):
             )
         self.sequences = [(random_tokens, random_words), (sentence_tokens, sentence_words)]
         self.choice = widgets.ToggleButtons(
-            options=[(name, i) for i, name in enumerate(SEQUENCES)], description="sequence"
+            options=[(name, i) for i, name in enumerate(SEQUENCES)],
+            description="sequence",
+            style={"button_width": "auto"},  # the whole label: "random tokens, repeated"
         )
         layers, h = len(model.layers), model.num_heads
         self.layer_slider = widgets.IntSlider(value=0, min=0, max=layers - 1, description="layer")
