@@ -103,6 +103,22 @@ def _clicks(page, base, token, notebook: str, buttons: tuple[int, ...]) -> list[
     return _take(page)
 
 
+def _induction_visits(page, base, token, results: dict) -> None:
+    """18: every head of both layers, then the other sequence (its frames are all sent with the
+    panel, so each is a first paint, not a first computation)."""
+    from tests.browser.lab import open_and_run_all, panel
+
+    open_and_run_all(page, base, token, "18_induction_heads.ipynb")
+    layer, head = panel(page).locator(".widget-slider").all()
+    page.evaluate(RECORDER)
+    _presses(page, head, "ArrowRight", 3)  # head 0 -> 3 in layer 0
+    _presses(page, layer, "ArrowRight", 1)  # layer 1
+    _presses(page, head, "ArrowLeft", 3)  # head 3 -> 0 in layer 1
+    panel(page).locator(".widget-toggle-button").nth(1).click()  # the repeated sentence
+    _settle(page)
+    results["18 layer/head/sequence"] = _take(page)
+
+
 def first_visits_in_browser() -> dict:
     """Key press (or click) -> new maps painted, in JupyterLab in Chromium, on settings never
     shown before in that page: what a class sees when each slider is moved once."""
@@ -159,6 +175,8 @@ def first_visits_in_browser() -> dict:
         results["02 d_k"] = _take(page)
 
         _h_then_d_model(page, base, token, "17_w_qk_and_w_ov.ipynb", results)
+
+        _induction_visits(page, base, token, results)
 
         open_and_run_all(page, base, token, "12_real_model_heads.ipynb")
         layer, head = panel(page).locator(".widget-slider").all()
