@@ -71,6 +71,17 @@ def test_run_all_shows_no_error(lab, page, notebook):
     assert page.locator(".jp-OutputArea-output").count() > 0  # it did show something
 
 
+def test_18_the_induction_panel_hovers_keys_clicks_and_fits_as_the_others(lab, page):
+    """18's panel through the same tests as the panels in DRAWN and KEYBOARD, on one Run All: it
+    trains two models (about half a minute), so it runs right after 18's Run All above (the last
+    notebook there) and every test below reuses that run."""
+    notebook = "18_induction_heads.ipynb"
+    test_hover_shows_the_weight_the_kernel_computed(lab, page, notebook)
+    test_the_keyboard_alone_reads_weights_and_follows_a_query(lab, page, notebook)
+    test_clicking_a_query_follows_its_row_in_every_head(lab, page, notebook)
+    test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, notebook)
+
+
 def expected_panel(notebook):
     """The same panel the notebook builds, made here: its maps are the kernel's numbers."""
     from helpers import panels
@@ -117,7 +128,6 @@ DRAWN = [
     "13_cross_attention.ipynb",
     "15_shared_kv.ipynb",
     "17_w_qk_and_w_ov.ipynb",
-    "18_induction_heads.ipynb",
 ]
 
 
@@ -145,8 +155,7 @@ def test_hover_shows_the_weight_the_kernel_computed(lab, page, notebook):
 
 
 KEYBOARD = ["01_self_attention.ipynb", "02_why_scale.ipynb", "03_per_head_projections.ipynb",
-            "12_real_model_heads.ipynb", "13_cross_attention.ipynb",
-            "18_induction_heads.ipynb"]  # fmt: skip
+            "12_real_model_heads.ipynb", "13_cross_attention.ipynb"]  # fmt: skip
 
 
 def active_cell(page) -> int:
