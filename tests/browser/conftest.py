@@ -10,7 +10,40 @@ from tests.browser.lab import CHROMIUM, chromium_page, jupyter_lab
 HOW = "install it with: apt-get install -y chromium (CI does this in .ci/run)"
 
 
+# Tests that read a panel as Run All left it (or put it back), in the order they run on one
+# notebook: grouped by notebook, they share one Run All instead of one each (a Run All in the
+# browser takes 5-30 s).
+SHARED_RUN = (
+    "test_hover_shows_the_weight_the_kernel_computed",
+    "test_the_keyboard_alone_reads_weights_and_follows_a_query",
+    "test_clicking_a_query_follows_its_row_in_every_head",
+    "test_text_numbers_and_the_selected_button_stand_out",
+    "test_the_panel_fits_a_1280x720_projector_in_presentation_mode",
+)
+
+
+def _grouped(items):
+    """test_in_jupyterlab's items: every Run All first, then the SHARED_RUN tests notebook by
+    notebook, then the rest in their order."""
+
+    def key(pair):
+        index, item = pair
+        name = item.originalname
+        notebook = getattr(item, "callspec", None) and item.callspec.params.get("notebook")
+        if name in SHARED_RUN:
+            return (2, notebook.partition("#")[0], notebook, SHARED_RUN.index(name), index)
+        return (0 if name == "test_run_all_shows_no_error" else 1 if name.startswith("test_18")
+                else 3, "", "", 0, index)  # fmt: skip
+
+    return [item for _, item in sorted(enumerate(items), key=key)]
+
+
 def pytest_collection_modifyitems(config, items):
+    mine = [i for i, item in enumerate(items) if item.fspath.basename == "test_in_jupyterlab.py"]
+    if mine:
+        block = _grouped([items[i] for i in mine])
+        for i, item in zip(mine, block):
+            items[i] = item
     if os.path.exists(CHROMIUM):
         return
     skip = pytest.mark.skip(reason=f"no Chromium at {CHROMIUM}: {HOW}")
