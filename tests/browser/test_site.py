@@ -10,14 +10,19 @@ from helpers import site
 from helpers.panels import HeadsExplorer, SharedKVExplorer
 from tests.browser.lab import SCREENSHOTS, static_server
 
-PAGES = ["01_self_attention", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]
-
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
+    """The whole site, as `make site` builds it (about 80 s here, most of it 18's training)."""
     out = tmp_path_factory.mktemp("site")
-    site.build(out, only=PAGES)
+    site.build(out)
     return out
+
+
+def every_page(built) -> list[str]:
+    names = sorted(p.stem for p in built.glob("*.html"))
+    assert len(names) == len(list((site.ROOT / "notebooks").glob("*.ipynb"))) + 2  # index, glossary
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -55,16 +60,17 @@ def browser(page):
 def open_page(page, base: str, name: str):
     page.home = base
     page.goto(f"{base}/{name}.html")
-    if name != "index":
+    if name not in ("index", "glossary"):
         page.wait_for_function("window.COURSE_PANELS_READY !== undefined", timeout=20_000)
-        page.wait_for_function("document.querySelectorAll('mjx-container').length > 0")
+    page.wait_for_function("!window.MathJax || (MathJax.startup && MathJax.startup.promise)")
+    page.evaluate("() => window.MathJax ? MathJax.startup.promise.then(() => true) : true")
     return page.locator(".course-site-view")
 
 
 @pytest.mark.parametrize("where", ["server", "file"])
 def test_every_page_loads_with_no_error_and_nothing_from_elsewhere(browser, server, built, where):
     base = server if where == "server" else built.as_uri()
-    for name in ["index", *PAGES]:
+    for name in every_page(built):
         views = open_page(browser, base, name)
         for i in range(views.count()):
             assert views.nth(i).get_attribute("data-state") == "ok", (name, i)
@@ -107,6 +113,37 @@ def test_sliders_move_through_their_range_and_show_what_helpers_computes(browser
     assert browser.locator("output.widget-readout").nth(1).inner_text() == "512"
     view.screenshot(path=SCREENSHOTS / "site_03_panel.png")
     assert browser.errors == []
+
+
+def test_every_panel_s_controls_reach_both_ends_of_their_range(browser, server, built):
+    """On every page, each slider to its end and back to its start, each button clicked: every
+    view shows maps or says why it cannot (an impossible h, in its message), never nothing."""
+    moved = {}
+    for name in every_page(built):
+        views = open_page(browser, server, name)
+        if not views.count():
+            continue
+        moved[name] = 0
+        for control in browser.locator("input[data-control]").all():
+            for key in ("End", "Home"):
+                control.focus()
+                control.press(key)
+                moved[name] += 1
+                _every_view_drawn_or_says_why(views, (name, control.get_attribute("data-control")))
+        for button in browser.locator("button.widget-toggle-button").all():
+            button.click()
+            moved[name] += 1
+            _every_view_drawn_or_says_why(views, (name, button.inner_text()))
+    assert len(moved) >= 10 and min(moved.values()) >= 2, moved  # every panel's controls found
+    assert browser.errors == [] and browser.outside == []
+
+
+def _every_view_drawn_or_says_why(views, where) -> None:
+    for i in range(views.count()):
+        state = views.nth(i).get_attribute("data-state")
+        assert state in ("ok", "error"), (where, i, state)
+        if state == "error":
+            assert views.nth(i).locator(".av-message").inner_text().strip(), (where, i)
 
 
 def test_buttons_lines_and_saving_work_as_in_jupyterlab(browser, server):
