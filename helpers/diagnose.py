@@ -57,6 +57,7 @@ from helpers.mistakes import (
     INDUCTION_MISTAKES,
     KINDS,
     MISTAKES,
+    SHARED_KV_MISTAKES,
     SLIPS,
     STAGE_WORDS,
     WRONG_NUM_HEADS,
@@ -64,6 +65,7 @@ from helpers.mistakes import (
     describe,
     head_scores_stages,
     induction_stages,
+    shared_kv_stages,
     split_stages,
 )
 from helpers.trace import Record, Trace, trace_call
@@ -1142,6 +1144,13 @@ STAGE_HINTS: dict[str, str] = {
 
 # hints worded for an exercise: exercise -> {mistake: hint}
 _EXERCISE_HINTS: dict[str, dict[str, str]] = {
+    "shared_kv": {  # "stage:NAME": the hint for an unnamed difference at that stage
+        **dict.fromkeys(
+            ("stage:k_heads", "stage:v_heads"),
+            "look at the line that makes one block per query head: query head i should read "
+            "K/V head i // (h / g), and all blocks together are (B, h, T, d_k).",
+        ),
+    },
     "head_scores": {
         "no_scaling": "look at the line that computes x·W_QK·xᵀ: the scores should be divided "
         "by something.",
@@ -1157,6 +1166,11 @@ _EXERCISE_HINTS: dict[str, dict[str, str]] = {
 _EXERCISE_WORDS: dict[str, dict[str, str]] = {
     "cross_attention": {"k": "keys k = context·W^K", "v": "values v = context·W^V"},
     "split_heads": {"cut": "t is"},
+    "shared_kv": {
+        "k_heads": "keys, one block per query head",
+        "v_heads": "values, one block per query head",
+        "scores": "scores q·kᵀ/√d_k",
+    },
 }
 
 
@@ -1169,7 +1183,8 @@ def _entry(
 ) -> tuple[str, list[str]]:
     """(the headline, the Where and Hint lines) of one finding; `out` = (words, hint) for what
     an exercise returns, if not multi-head attention's output; `hints` reword a mistake's hint
-    (a key "num_heads_" stands for every number of heads), `words_of` a stage's words."""
+    (a key "num_heads_" stands for every number of heads, "stage:NAME" for an unnamed difference
+    at that stage), `words_of` a stage's words."""
     words_of = {**STAGE_WORDS, **words_of}
     if finding.mistake:
         what, hint = describe(finding.mistake, words_of.get("cut", "q, k and v"))
@@ -1177,7 +1192,8 @@ def _entry(
         hint = finding.hint or hints.get(finding.mistake, hints.get(generic, hint))
         head = f"{finding.mistake}: {what}."
     else:
-        words, hint = words_of[finding.stage], STAGE_HINTS[finding.stage]
+        words = words_of[finding.stage]
+        hint = hints.get(f"stage:{finding.stage}", STAGE_HINTS[finding.stage])
         if finding.stage == "out" and out:
             words, hint = out
         record = finding.record
@@ -1710,6 +1726,22 @@ def _induction_args(second: bool = False) -> dict:
     return {"maps": scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)}
 
 
+SHARED_KV_SIZES = {"B": 2, "h": 4, "g": 2, "T": 5, "d_k": 3}  # 15's exercise: groups of 2
+SHARED_KV_SIZES2 = {"B": 1, "h": 6, "g": 2, "T": 7, "d_k": 4}  # groups of 3
+
+
+def _shared_kv_args(second: bool = False) -> dict:
+    """q (B, h, T, d_k) and k, v (B, g, T, d_k): h query heads, g K/V heads."""
+    sizes = SHARED_KV_SIZES2 if second else SHARED_KV_SIZES
+    b, h, g, t, d_k = (sizes[n] for n in ("B", "h", "g", "T", "d_k"))
+    gen = torch.Generator().manual_seed(5)
+    return {
+        "q": torch.randn(b, h, t, d_k, generator=gen),
+        "k": torch.randn(b, g, t, d_k, generator=gen),
+        "v": torch.randn(b, g, t, d_k, generator=gen),
+    }
+
+
 EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, ...]]] = {
     "one_head": (_one_head_args, _one_head_stages, _ONE_HEAD),
     "split_heads": (
@@ -1719,6 +1751,18 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
     ),
     "head_scores": (_head_scores_args, head_scores_stages, (*_SCALING, *CIRCUIT_MISTAKES)),
     "induction_score": (_induction_args, induction_stages, INDUCTION_MISTAKES),
+    "shared_kv": (
+        _shared_kv_args,
+        shared_kv_stages,
+        (
+            *SHARED_KV_MISTAKES,
+            "no_scaling",
+            "scaled_by_d_k",
+            "softmax_over_queries",
+            "no_softmax",
+            "keys_as_values",
+        ),
+    ),  # fmt: skip
     "cross_attention": (
         _cross_args,
         _cross_stages,
@@ -1739,6 +1783,10 @@ EXERCISE_OUT: dict[str, tuple[str, str]] = {
     ),
     "split_heads": ("heads (t cut into h blocks of d_k)", STAGE_HINTS["q_heads"]),
     "head_scores": ("scores x·W_QK·xᵀ/√d_k", STAGE_HINTS["scores"]),
+    "shared_kv": (
+        "each query head's output (its weights · its group's values)",
+        STAGE_HINTS["heads"],
+    ),
     "induction_score": (
         "induction scores (one per head)",
         "look at the line that reads the weights: which queries, which key for each, and how "
@@ -1882,6 +1930,7 @@ CHECK_SIZES: dict[str, dict[str, int]] = {
     },  # fmt: skip
     "head_scores": {"B": B, "T": T, "d_model": D_MODEL, "d_k": ONE_HEAD_D_K},
     "induction_score": INDUCTION_SIZES,
+    "shared_kv": SHARED_KV_SIZES,
 }
 
 
@@ -1902,6 +1951,7 @@ def _sizes_of(b: int, t: int, d_model: int, heads: int, d_k: int, t_k: int) -> d
         },  # fmt: skip
         "head_scores": {"B": b, "T": t, "d_model": d_model, "d_k": d_k},
         "induction_score": INDUCTION_SIZES2,
+        "shared_kv": SHARED_KV_SIZES2,
     }
 
 
@@ -1977,6 +2027,12 @@ def _sizes_text(name: str) -> str:
     if name == "induction_score":
         b, h, t = sizes["B"], sizes["h"], sizes["T"]
         return f"maps of B = {b}, h = {h} and T = {t} (so n = {t // 2})"
+    if name == "shared_kv":
+        b, h, g, t, d_k = (sizes[n] for n in ("B", "h", "g", "T", "d_k"))
+        return (
+            f"q of B = {b}, h = {h} query heads, T = {t} and d_k = {d_k}, and k and v with "
+            f"g = {g} K/V heads"
+        )
     d_k = sizes.pop("d_k")
     heads = sizes.pop("num_heads", None)
     parts = [f"{key} = {value}" for key, value in sizes.items()]

@@ -32,6 +32,8 @@ __all__ = [
     "CIRCUIT_MISTAKES",
     "INDUCTION_MISTAKES",
     "induction_stages",
+    "SHARED_KV_MISTAKES",
+    "shared_kv_stages",
     "STAGE_WORDS",
     "HOME",
     "attention_stages",
@@ -146,7 +148,17 @@ INDUCTION_MISTAKES = (
     "induction_summed",
 )
 
+# 15's exercise: attention with g K/V heads shared by h query heads
+SHARED_KV_MISTAKES = ("kv_tiled",)
+
 SLIPS: dict[str, tuple[str, str]] = {
+    "kv_tiled": (
+        "the K/V heads are repeated as a whole block, so query head i reads K/V head i mod g: "
+        "neighbouring query heads get different K/V heads, where each group of h / g neighbours "
+        "should share one",
+        "look at the line that makes one key block per query head: which K/V head does query "
+        "head 1 get, and which should it get?",
+    ),
     "induction_on_the_twin": (
         "the score reads each query's weight on the earlier occurrence of its own token "
         "(key t − n), not on the token that came after it (key t − n + 1): one key too early",
@@ -250,6 +262,7 @@ HOME: dict[str, str] = {
     **dict.fromkeys(("w_o_missing", "w_o_transposed", "residual_added", "softmax_applied"), "out"),
     "w_qk_reversed": "w_qk",
     **dict.fromkeys(INDUCTION_MISTAKES, "out"),
+    "kv_tiled": "k_heads",
 }
 
 
@@ -504,4 +517,37 @@ def induction_stages(
         return stripe.sum(dim=(0, 2)) if "induction_summed" in m else stripe.mean(dim=(0, 2))
 
     s.put("out", out)
+    return dict(s)
+
+
+def shared_kv_stages(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mistakes: Iterable[str] = (),
+    given: dict | None = None,
+) -> dict[str, torch.Tensor]:
+    """15's exercise: q (B, h, T, d_k) and k, v (B, g, T, d_k), h a multiple of g. Query head i
+    reads K/V head i // (h / g). k_heads, v_heads (B, h, T, d_k): one key and one value block per
+    query head; scores, weights (B, h, T, T); out (B, h, T, d_k) = weights · v_heads."""
+    m = set(mistakes)
+    s = _Stages(given)
+    h, g, d_k = q.size(1), k.size(1), q.size(-1)
+
+    def expand(t: torch.Tensor) -> torch.Tensor:
+        if "kv_tiled" in m:
+            return t.repeat(1, h // g, 1, 1)
+        return t.repeat_interleave(h // g, dim=1)
+
+    k_heads = s.put("k_heads", lambda: expand(k))
+    v_heads = s.put("v_heads", lambda: expand(v))
+    scores = s.put("scores", lambda: q @ k_heads.transpose(-2, -1) / _divisor(m, d_k, d_k))
+
+    def weights() -> torch.Tensor:
+        if "no_softmax" in m:
+            return scores
+        return scores.softmax(dim=-2 if "softmax_over_queries" in m else -1)
+
+    w = s.put("weights", weights)
+    s.put("out", lambda: w @ (k_heads if "keys_as_values" in m else v_heads))
     return dict(s)

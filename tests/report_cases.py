@@ -127,6 +127,7 @@ SLIPS = (
     ("** 0.5", "** 1"),
     (".transpose(1, 2)", ""),
     (" @ w_o.T", ""),
+    ("repeat_interleave(group, dim=1)", "repeat(1, group, 1, 1)"),  # 15: kv_tiled
 )
 
 
