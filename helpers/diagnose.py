@@ -1727,7 +1727,7 @@ def _induction_args(second: bool = False) -> dict:
 
 
 SHARED_KV_SIZES = {"B": 2, "h": 4, "g": 2, "T": 5, "d_k": 3}  # 15's exercise: groups of 2
-SHARED_KV_SIZES2 = {"B": 1, "h": 6, "g": 2, "T": 7, "d_k": 4}  # groups of 3
+SHARED_KV_SIZES2 = {"B": 1, "h": 6, "g": 1, "T": 7, "d_k": 4}  # one K/V head (MQA)
 
 
 def _shared_kv_args(second: bool = False) -> dict:
@@ -1784,7 +1784,7 @@ EXERCISE_OUT: dict[str, tuple[str, str]] = {
     "split_heads": ("heads (t cut into h blocks of d_k)", STAGE_HINTS["q_heads"]),
     "head_scores": ("scores x·W_QK·xᵀ/√d_k", STAGE_HINTS["scores"]),
     "shared_kv": (
-        "each query head's output (its weights · its group's values)",
+        "output (each query head's weights · its group's values)",
         STAGE_HINTS["heads"],
     ),
     "induction_score": (

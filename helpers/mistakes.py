@@ -149,11 +149,16 @@ INDUCTION_MISTAKES = (
 )
 
 # 15's exercise: attention with g K/V heads shared by h query heads
-SHARED_KV_MISTAKES = ("kv_tiled",)
+SHARED_KV_MISTAKES = ("kv_tiled", "causal_mask_added")
 
 SLIPS: dict[str, tuple[str, str]] = {
+    "causal_mask_added": (
+        "a causal mask is applied (each query sees only itself and the keys before it), where "
+        "this exercise's attention has no mask",
+        "look at what masks the scores on this line: the function is given no mask.",
+    ),
     "kv_tiled": (
-        "the K/V heads are repeated as a whole block, so query head i reads K/V head i mod g: "
+        "query head i reads K/V head i mod g, as when the K/V heads are repeated as one block: "
         "neighbouring query heads get different K/V heads, where each group of h / g neighbours "
         "should share one",
         "look at the line that makes one key block per query head: which K/V head does query "
@@ -263,6 +268,7 @@ HOME: dict[str, str] = {
     "w_qk_reversed": "w_qk",
     **dict.fromkeys(INDUCTION_MISTAKES, "out"),
     "kv_tiled": "k_heads",
+    "causal_mask_added": "masked",
 }
 
 
@@ -543,10 +549,16 @@ def shared_kv_stages(
     v_heads = s.put("v_heads", lambda: expand(v))
     scores = s.put("scores", lambda: q @ k_heads.transpose(-2, -1) / _divisor(m, d_k, d_k))
 
+    masked = scores
+    if "causal_mask_added" in m:  # a stage of its own only when a mask is (wrongly) applied
+        t = scores.size(-1)
+        causal = torch.ones(t, t, dtype=torch.bool, device=scores.device).tril()
+        masked = s.put("masked", lambda: scores.masked_fill(~causal, float("-inf")))
+
     def weights() -> torch.Tensor:
         if "no_softmax" in m:
-            return scores
-        return scores.softmax(dim=-2 if "softmax_over_queries" in m else -1)
+            return masked
+        return masked.softmax(dim=-2 if "softmax_over_queries" in m else -1)
 
     w = s.put("weights", weights)
     s.put("out", lambda: w @ (k_heads if "keys_as_values" in m else v_heads))

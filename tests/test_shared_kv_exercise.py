@@ -11,7 +11,7 @@ from helpers.mistakes import SLIPS, shared_kv_stages
 
 CORRECT = (
     "✓ Correct: equal to the reference within atol 1e-04, at two sizes (B = 2, h = 4, g = 2, "
-    "T = 5, d_k = 3; then B = 1, h = 6, g = 2, T = 7, d_k = 4)."
+    "T = 5, d_k = 3; then B = 1, h = 6, g = 1, T = 7, d_k = 4)."
 )
 
 
@@ -70,9 +70,30 @@ def test_15_each_mistake_is_named_with_its_line(mistake):
 
 
 def test_15_a_group_size_that_holds_only_at_the_first_sizes_shows_at_the_second():
-    result = check_exercise(_learner(group=2), "shared_kv", echo=False)  # h // g is 2, then 3
+    result = check_exercise(_learner(group=2), "shared_kv", echo=False)  # h // g is 2, then 6
     assert not result.ok
     assert result.message.startswith(
         "✗ Right at the check's first sizes (B = 2, h = 4, g = 2, T = 5, d_k = 3), but not at a "
-        "second set (B = 1, h = 6, g = 2, T = 7, d_k = 4)"
+        "second set (B = 1, h = 6, g = 1, T = 7, d_k = 4)"
     )
+
+
+def test_15_a_causal_mask_copied_from_above_is_named_where_it_is_applied():
+    def with_the_notebook_s_mask(q, k, v):
+        T = q.size(2)
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=causal, enable_gqa=True)
+
+    result = check_exercise(with_the_notebook_s_mask, "shared_kv", echo=False)
+    assert result.mistakes == ("causal_mask_added",), result.message
+    assert "attn_mask=causal" in result.message.split("\n")[1]  # the line that applies it
+
+
+def test_15_g_written_into_the_code_fails_at_one_k_v_head():
+    def two_groups(q, k, v):
+        group = q.size(1) // 2  # g = 2 written in: right only while g is 2
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        return (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1) @ v
+
+    result = check_exercise(two_groups, "shared_kv", echo=False)
+    assert not result.ok and "g = 1" in result.message and "2 (B, g)" in result.message
