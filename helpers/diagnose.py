@@ -1758,6 +1758,7 @@ EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, .
             *SHARED_KV_MISTAKES,
             "no_scaling",
             "scaled_by_d_k",
+            "scaled_after_softmax",
             "softmax_over_queries",
             "no_softmax",
             "keys_as_values",

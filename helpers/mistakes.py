@@ -558,7 +558,8 @@ def shared_kv_stages(
     def weights() -> torch.Tensor:
         if "no_softmax" in m:
             return masked
-        return masked.softmax(dim=-2 if "softmax_over_queries" in m else -1)
+        w = masked.softmax(dim=-2 if "softmax_over_queries" in m else -1)
+        return w / math.sqrt(d_k) if "scaled_after_softmax" in m else w
 
     w = s.put("weights", weights)
     s.put("out", lambda: w @ (k_heads if "keys_as_values" in m else v_heads))

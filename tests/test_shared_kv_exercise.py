@@ -97,3 +97,14 @@ def test_15_g_written_into_the_code_fails_at_one_k_v_head():
 
     result = check_exercise(two_groups, "shared_kv", echo=False)
     assert not result.ok and "g = 1" in result.message and "2 (B, g)" in result.message
+
+
+def test_15_a_scale_after_the_softmax_is_named_as_such():
+    def after(q, k, v):
+        group = q.size(1) // k.size(1)
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        weights = (q @ k.transpose(-2, -1)).softmax(-1) / q.size(-1) ** 0.5
+        return weights @ v
+
+    result = check_exercise(after, "shared_kv", echo=False)
+    assert result.mistakes == ("scaled_after_softmax",), result.message
