@@ -262,6 +262,14 @@ def copy_assets(out: Path) -> None:
         shutil.copy2(ASSETS / name, static / name)
 
 
+# Every page says under which terms it may be shared (LICENSE, LICENSE-CONTENT.md).
+LICENSE_FOOTER = (
+    '<footer class="course-site-license">Text and figures: '
+    '<a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a>; code: MIT. '
+    "Credit: \u201cMulti-head attention, from one head to the fused matrix\u201d, its "
+    "authors.</footer>"
+)
+
 BANNER = (
     "This page is the notebook as it ran when the site was built: its ✓ lines, numbers and "
     "times are that run's, on the machine that built it. Its panels work here; the exercises, "
@@ -333,7 +341,12 @@ def render_page(
         exclude_anchor_links=True,
     )
     panels = f"{page.name}.panels.js"
-    resources = {"course_nav": nav, "course_panels": panels, "metadata": {"name": page.title}}
+    resources = {
+        "course_nav": nav,
+        "course_panels": panels,
+        "course_footer": LICENSE_FOOTER,
+        "metadata": {"name": page.title},
+    }
     body, _ = exporter.from_notebook_node(notebook, resources=resources)
     (out / f"{page.name}.html").write_text(_links(body, set(names)), encoding="utf-8")
     live_js = json.dumps(live)
@@ -366,7 +379,7 @@ what heads do. Start at 00 and go in order; terms are in the
 these pages without Python: their maps for every setting of their sliders were computed when the
 site was built, by the same code and checks as in the notebook. Exercises and free text need the
 notebook itself.</p>
-<ol start="0">{items}</ol></div></body></html>
+<ol start="0">{items}</ol></div>{LICENSE_FOOTER}</body></html>
 """
     (out / "index.html").write_text(body, encoding="utf-8")
 
@@ -386,7 +399,7 @@ def render_glossary(out: Path, live: str) -> None:
 <link rel="icon" href="data:,"><link rel="stylesheet" href="_static/site.css"></head>
 <body><nav class="course-site-nav"><a href="index.html">the course</a>
 <span class="course-site-live">{live}</span></nav>
-<div class="course-site-index">{body}</div></body></html>
+<div class="course-site-index">{body}</div>{LICENSE_FOOTER}</body></html>
 """,
         encoding="utf-8",
     )

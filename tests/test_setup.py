@@ -146,3 +146,15 @@ def test_browser_tests_skip_with_a_how_to_when_chromium_is_missing():
     assert run.returncode == 0, run.stdout[-2000:]
     assert "skipped" in run.stdout and "passed" not in run.stdout
     assert "apt-get install -y chromium" in run.stdout
+
+
+def test_the_course_says_which_license_covers_what():
+    """Code under MIT, prose and figures under CC BY 4.0, declared the same in every place."""
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License")
+    content = (ROOT / "LICENSE-CONTENT.md").read_text()
+    assert "CC BY 4.0" in content and "creativecommons.org/licenses/by/4.0/legalcode" in content
+    project = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r'^license = "MIT"$', project, re.M)
+    assert 'license-files = ["LICENSE", "LICENSE-CONTENT.md"]' in project
+    metadata = importlib.metadata.metadata("mha-course-helpers")
+    assert metadata["License-Expression"] == "MIT"

@@ -59,6 +59,14 @@ def test_pages_load_nothing_from_elsewhere(built):
     assert (out / "_static" / "tex-svg-full.js").stat().st_size > 1_000_000
 
 
+def test_every_page_says_under_which_licenses_it_may_be_shared(built):
+    out, _ = built
+    for name in [*PAGES, "index", "glossary"]:
+        page = (out / f"{name}.html").read_text(encoding="utf-8")
+        footer = re.search(r'<footer class="course-site-license">(.*?)</footer>', page, re.S)
+        assert footer and "CC BY 4.0" in footer[1] and "MIT" in footer[1], name
+
+
 def test_a_page_shows_each_widget_as_a_host_for_its_panel(built):
     out, _ = built
     page = (out / "03_per_head_projections.html").read_text(encoding="utf-8")
