@@ -310,3 +310,11 @@ def test_dropout_matches_torch_in_eval_and_travels_through_the_layouts():
     torch.testing.assert_close(w, w_t, atol=1e-10, rtol=0)
     with pytest.raises(ValueError, match=r"0 <= dropout < 1; got 1.0\. 0.0 \(the default\)"):
         FusedMultiHeadAttention(16, 4, dropout=1.0)
+
+
+def test_dropout_message_does_not_call_0_1_the_norm():
+    """07 shows recent LLMs with attention dropout 0.0: the message may not call 0.1 the norm."""
+    with pytest.raises(ValueError) as refused:
+        FusedMultiHeadAttention(16, 4, dropout=-0.1)
+    message = str(refused.value)
+    assert "typically" not in message and "many recent LLMs set 0.0" in message
