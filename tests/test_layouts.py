@@ -198,6 +198,16 @@ def test_fully_masked_rows_in_modules_give_no_nan(Module):
     assert torch.isfinite(x.grad).all()
 
 
+def test_07_separate_q_k_v_weights_only_when_kdim_or_vdim_differs():
+    """07 c2: kdim/vdim equal to embed_dim keep the stacked in_proj_weight; only another width
+    (torch's `_qkv_same_embed_dim` false) gives q_proj_weight, k_proj_weight, v_proj_weight."""
+    same = nn.MultiheadAttention(8, 2, kdim=8, vdim=8)
+    assert same.in_proj_weight is not None and same.q_proj_weight is None
+    for other in (nn.MultiheadAttention(8, 2, kdim=4), nn.MultiheadAttention(8, 2, vdim=4)):
+        assert other.in_proj_weight is None
+        assert other.q_proj_weight.shape == (8, 8) and other.k_proj_weight is not None
+
+
 def test_from_torch_rejects_what_the_course_modules_cannot_hold():
     with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
         from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
