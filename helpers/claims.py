@@ -2,10 +2,11 @@
 
 Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
 raises AssertionError saying what came instead. `tests/test_claims.py` and
-`tests/test_claims_softmax_and_matrices.py` feed each one a wrong object (a biased layer, heads
-that share a matrix, a head looking elsewhere, a missing scale) and show it fails. Notebooks 08
-and 14 check counts of what a call asks of PyTorch; those checks sit beside the counting, in
-`helpers.timing`.
+`tests/test_claims_softmax_and_matrices.py` (and, for word order, `tests/test_positions.py`) feed
+each one a wrong object (a biased layer, heads that share a matrix, a head that projects twice, a
+head looking elsewhere, a missing scale, a "rotation" that turns nothing) and show it fails.
+Notebooks 08 and 14 check counts of what a call asks of PyTorch; those checks sit beside the
+counting, in `helpers.timing`.
 Torch only: no plotting, no widgets.
 """
 
@@ -34,7 +35,9 @@ __all__ = [
     "check_less_even",
     "check_linear_layout",
     "check_separate_matrices",
+    "check_head_projects_once",
     "check_parameter_count",
+    "check_kv_shared",
     "check_outputs_differ",
     "check_two_heads_win",
     "check_two_place_roles",
@@ -95,6 +98,28 @@ def check_separate_matrices(module: nn.Module) -> None:
         f"✓ {3 * h} = 3h weight tensors in the heads, no two sharing memory, each "
         f"({d_k}, {d_model}) = (d_k, d_model) in nn.Linear's layout: {d_model} × {d_k} as x·W"
     )
+
+
+def check_head_projects_once(head: nn.Module, x: torch.Tensor, name: str, atol=1e-5) -> None:
+    """Run `head` (one head: x (B, T, d_model) -> out (B, T, d_k), weights (B, T, T)) on x, and
+    redo its attention by hand from q = x @ w_q.weight.T, k and v alike: each of its matrices
+    applied once to x, nothing after. A head that projects a second time (another matrix after
+    its W^Q, W^K or W^V, or a bias) returns other weights or another output, and fails."""
+    claim = f"{name} run on x = attention of x W^Q, x W^K, x W^V (each matrix once)"
+    with torch.no_grad():
+        out, weights = head(x)  # what the head computes, however it computes it
+        q, k, v = (x @ lin.weight.T for lin in (head.w_q, head.w_k, head.w_v))  # (B, T, d_k)
+        by_hand = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(dim=-1)  # (B, T, T)
+    gaps = {
+        "map": float((weights - by_hand).abs().max()),
+        "output": float((out - by_hand @ v).abs().max()),
+    }
+    off = {part: gap for part, gap in gaps.items() if not gap <= atol}
+    if off:
+        shown = ", ".join(f"its {part} by {gap:.3g}" for part, gap in off.items())
+        raise _fail(claim, f"the head's result differs from one projection per matrix: {shown}")
+    print(f"✓ {name}, run on x: its map and output = attention of q = x W^Q, k = x W^K, v = x W^V")
+    print(f"  redone by hand from its own matrices, each applied once (within {atol:g})")
 
 
 def check_parameter_count(module: nn.Module, echo: bool = True, tied: bool = True) -> int:
@@ -493,6 +518,33 @@ def check_less_even(trained: list[nn.Module], fresh: nn.Module) -> None:
           f"at least {100 * theirs:.0f} % fresh")  # fmt: skip
 
 
+# --- notebook 15: heads that share K and V ------------------------------------------------------
+
+
+def check_kv_shared(module: nn.Module, num_kv_heads: int) -> None:
+    """A per-head module with g = num_kv_heads K/V heads: the h / g heads of each group hold one
+    w_k and one w_v weight (the same tensors, by `is`), and no two groups hold the same one. Its
+    repr cannot tell: it lists a w_k per head, shared or not. Heads that hold copies (equal
+    numbers, their own tensors) fail, and so does a module with too many or too few K/V heads."""
+    h, g = module.num_heads, num_kv_heads
+    if g < 1 or h % g:
+        raise _fail(f"{g} K/V heads for {h} heads", f"g must divide h = {h}")
+    group = h // g
+    claim = f"the {h} heads use {g} w_k and {g} w_v, one of each per group of {group} heads"
+    for role in ("w_k", "w_v"):
+        weights = [getattr(head, role).weight for head in module.heads]
+        for i, weight in enumerate(weights):
+            first = (i // group) * group  # the first head of head i's group
+            if weight is not weights[first]:
+                raise _fail(claim, f"head {i}'s {role} is not head {first}'s (its own copy)")
+        tensors = {id(w) for w in weights}
+        if len(tensors) != g:
+            raise _fail(claim, f"the heads hold {len(tensors)} different {role} tensors, not {g}")
+    n = sum(p.numel() for p in module.parameters())  # parameters() yields a shared tensor once
+    print(f"✓ {claim}")
+    print(f"  (the same tensors, by `is`; parameters() counts each once: {n:,} numbers)")
+
+
 # --- positions: what attention knows of word order ------------------------------------------------
 
 
@@ -545,10 +597,17 @@ def check_order_seen(
     print(f"✓ {name}: tokens permuted → not just permuted outputs (max gap {gap:.2f})")
 
 
-def check_relative_scores(q: torch.Tensor, k: torch.Tensor, rotate, shifts, name: str) -> None:
-    """RoPE's promise: the score of q at position m against k at position n depends only on m − n.
-    q, k: (T, d_k); rotate(t, offset) turns t's rows as positions offset .. offset + T − 1. For
-    every shift s, the scores of the rows turned from s on equal those turned from 0."""
+def check_relative_scores(
+    q: torch.Tensor, k: torch.Tensor, rotate, shifts, name: str, at_least: float = 1e-3
+) -> None:
+    """RoPE's promise: the score of a query vector at position m against a key vector at position
+    n depends on the two vectors and, of the positions, on m − n alone, and it does depend on it.
+    q, k: (T, d_k); rotate(t, offset) turns t's rows as positions offset .. offset + T − 1.
+    1. For every shift s, the scores of the rows turned from s on equal those turned from 0
+       (positions added to the vectors fail this).
+    2. q's row 0 and k's row 0 put at every position, (T, T) scores: equal wherever m − n is
+       equal, and spread over the 2T − 1 offsets by more than `at_least` × the largest |score|
+       (a "rotation" that turns nothing, or turns every position alike, fails this)."""
     scores = rotate(q, 0) @ rotate(k, 0).T  # (T, T): query at m, key at n
     worst = max(float((rotate(q, s) @ rotate(k, s).T - scores).abs().max()) for s in shifts)
     scale = float(scores.abs().max())
@@ -557,9 +616,34 @@ def check_relative_scores(q: torch.Tensor, k: torch.Tensor, rotate, shifts, name
             f"{name}: scores depend only on m − n",
             f"shifting both positions changes a score by {worst:.3g}",
         )
+    T = q.shape[0]
+    one_q, one_k = q[:1].repeat(T, 1), k[:1].repeat(T, 1)  # (T, d_k): one vector at every place
+    pair = rotate(one_q, 0) @ rotate(one_k, 0).T  # (T, T): the same two vectors, at m and at n
+    diagonals = [pair.diagonal(offset) for offset in range(-(T - 1), T)]  # one per n − m
+    unequal = max(float(d.max() - d.min()) for d in diagonals)  # within one m − n
+    means = torch.stack([d.mean() for d in diagonals])
+    spread = float(means.max() - means.min())  # across the offsets
+    size = max(float(pair.abs().max()), 1e-12)
+    if unequal > 1e-5 * max(size, 1.0):
+        raise _fail(
+            f"{name}: equal m − n, equal score",
+            f"one query and one key at two pairs of places with the same m − n differ by "
+            f"{unequal:.3g}",
+        )
+    if spread <= at_least * size:
+        raise _fail(
+            f"{name}: the score changes with m − n",
+            f"one query and one key score within {spread:.3g} of each other at every m − n "
+            f"(needs > {at_least:g} × {size:.3g}): the positions change nothing",
+        )
     print(
         f"✓ {name}: every score unchanged when query and key both move by"
         f" {', '.join(map(str, shifts))} positions"
+    )
+    print(f"✓ {name}: q's row 0 and k's row 0 put at every pair of places (m, n): one score")
+    print(
+        f"  per m − n, and it changes with m − n (from {float(means.min()):.2f} to"
+        f" {float(means.max()):.2f} over m − n = −{T - 1} … {T - 1})"
     )
 
 
