@@ -13,6 +13,7 @@ Torch only: no plotting, no widgets.
 from __future__ import annotations
 
 import inspect
+import math
 
 import torch
 from torch import nn
@@ -42,6 +43,7 @@ __all__ = [
     "check_two_heads_win",
     "check_two_place_roles",
     "check_head_patterns",
+    "check_heads_resting_on",
     "check_anti_diagonal",
     "check_order_blind",
     "check_order_seen",
@@ -274,6 +276,25 @@ def check_head_patterns(
     print(f"✓ the best head beats the threshold for each pattern ({_thresholds(found)})")
     print(f"✓ and, for all but [CLS], more than {times_mean:g}× the mean head ({', '.join(rare)})")
     print(f"✓ no head gives {' or '.join(absent)} as much as its threshold ({_thresholds(absent)})")
+
+
+def check_heads_resting_on(
+    scores: torch.Tensor, token: str, share: float = 0.25, most: float = 0.5, nearly_all=0.8
+) -> tuple[int, int]:
+    """Notebook 12: how many heads rest on `token`, not only the best one. scores: (n_layers, h),
+    each head's mean weight from word queries to `token`. At least `share` of all heads give it
+    more than `most`, and at least one more than `nearly_all`. Returns the two counts."""
+    total = scores.numel()
+    n_most, n_nearly = int((scores > most).sum()), int((scores > nearly_all).sum())
+    needed = math.ceil(share * total)
+    claim = f"at least {needed} of the {total} heads ({share:.0%}) give {token} more than {most}"
+    if n_most < needed or n_nearly < 1:
+        raise _fail(claim, f"{n_most} give it more than {most}, {n_nearly} more than {nearly_all}")
+    print(
+        f"✓ {n_most} of the {total} heads give {token} more than {most} of their weight "
+        f"(checked: at least {share:.0%} of them, {needed}); {n_nearly} more than {nearly_all}"
+    )
+    return n_most, n_nearly
 
 
 def _thresholds(values: dict[str, float]) -> str:
