@@ -296,7 +296,7 @@ def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
 
 def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
     """Re-execute notebooks in place on a fresh kernel, strip widget state, render backticked
-    formulas as maths, set slide metadata."""
+    formulas as maths, set slide metadata, regenerate the claims ledger (docs/claims.md)."""
     py = str(venv_python())
     return [
         [py, "-m", "nbconvert", "--to", "notebook", "--execute", "--inplace",
@@ -306,6 +306,7 @@ def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
         [py, "-m", "tests.strip_widget_state", *notebooks],
         [py, "-m", "tests.maths", *notebooks],
         [py, "-m", "tests.slides", *notebooks],
+        [py, "-m", "tests.ledger"],  # docs/claims.md: every ✓ and the check behind it
     ]  # fmt: skip
 
 

@@ -49,10 +49,10 @@ def _outcome(w: Wrong) -> str:
     return outcome(w)
 
 
-def entries(ticks: list[Tick] | None = None) -> list[Entry]:
-    """The ledger's entries for `ticks` (default: every notebook's)."""
+def entries(ticks: list[Tick] | None = None, rev: str | None = None) -> list[Entry]:
+    """The ledger's entries for `ticks` (default: every notebook's, as on disk or at `rev`)."""
     out = []
-    for tick in trace_all() if ticks is None else ticks:
+    for tick in trace_all(rev) if ticks is None else ticks:
         mine = [c for c in CLAIMS if c.matches(tick.notebook, tick.text)]
         entry = Entry(tick, mine)
         check = entry.backing_check
@@ -105,9 +105,9 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def page() -> str:
-    """docs/claims.md for the notebooks as committed."""
-    all_entries = entries()
+def page(rev: str | None = None) -> str:
+    """docs/claims.md for the notebooks as saved (or as committed at `rev`)."""
+    all_entries = entries(rev=rev)
     _same_wrong(all_entries)
     table = printers()
     used = Counter(e.backing_check for e in all_entries if e.backing_check)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import subprocess
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -348,9 +349,18 @@ def notebook_paths() -> list[Path]:
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
-def trace(path: Path) -> list[Tick]:
-    """Every ✓ line in a notebook's committed outputs, each with the site that printed it."""
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+def _read(path: Path, rev: str | None) -> str:
+    if rev is None:
+        return path.read_text(encoding="utf-8")
+    name = path.relative_to(ROOT).as_posix()
+    return subprocess.run(["git", "show", f"{rev}:{name}"], cwd=ROOT, capture_output=True,
+                          text=True, encoding="utf-8", check=True).stdout  # fmt: skip
+
+
+def trace(path: Path, rev: str | None = None) -> list[Tick]:
+    """Every ✓ line in a notebook's saved outputs, each with the site that printed it; with
+    `rev` (e.g. "HEAD"), the notebook as committed there rather than the file on disk."""
+    cells = json.loads(_read(path, rev))["cells"]
     local: dict[str, ast.AST] = {}
     ticks = []
     for i, cell in enumerate(cells):
@@ -382,5 +392,5 @@ def trace(path: Path) -> list[Tick]:
     return ticks
 
 
-def trace_all() -> list[Tick]:
-    return [tick for path in notebook_paths() for tick in trace(path)]
+def trace_all(rev: str | None = None) -> list[Tick]:
+    return [tick for path in notebook_paths() for tick in trace(path, rev)]
