@@ -24,7 +24,9 @@ class Entry:
 
     @property
     def check(self) -> str | None:
-        return self.tick.site.check if self.tick.site else None
+        """The check the cell called (a printer, or the public function that reaches one)."""
+        site = self.tick.site
+        return (site.via or site.check) if site else None
 
     @property
     def backing_check(self) -> str | None:
@@ -59,7 +61,7 @@ def entries(ticks: list[Tick] | None = None, rev: str | None = None) -> list[Ent
         entry.wrong = [*WRONG.get(check, [])] if check else []
         for c in mine:
             entry.wrong += c.wrong
-        if tick.site and tick.site.check in ("check_exercise", "diagnose"):
+        if entry.check in ("check_exercise", "diagnose"):
             specific = exercise_wrong(tick.site.expression)
             entry.wrong = [specific] if specific else entry.wrong
         out.append(entry)
@@ -154,7 +156,7 @@ def page(rev: str | None = None) -> str:
             lines.append(f"  - printed by the cell: {_code(site.expression)}, after "
                          f"{_code(backing)}")  # fmt: skip
         else:
-            via = f" (through `{site.via}`)" if site.via else ""
+            via = f" (its ✓ line from `{site.check}`)" if site.via else ""
             module = table[e.check].module if e.check in table else "?"
             lines.append(f"  - check: `{e.check}` ({module}){via}; compares "
                          f"{_code(site.expression)}")  # fmt: skip
