@@ -1,10 +1,11 @@
 """Checks behind the notebooks' ✓ lines that state more than an equality or a shape.
 
 Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
-raises AssertionError saying what came instead. `tests/test_claims.py` and
-`tests/test_claims_softmax_and_matrices.py` (and, for word order, `tests/test_positions.py`) feed
-each one a wrong object (a biased layer, heads that share a matrix, a head that projects twice, a
-head looking elsewhere, a missing scale, a "rotation" that turns nothing) and show it fails.
+raises AssertionError saying what came instead. `tests/test_claims.py`,
+`tests/test_claims_softmax_and_matrices.py`, `tests/test_claims_heads.py` (and, for word order,
+`tests/test_positions.py`) feed each one a wrong object (a biased layer, heads that share a
+matrix, a head that projects twice, a head looking elsewhere, a missing scale, a "rotation" that
+turns nothing, heads holding copies of a shared K/V) and show it fails.
 Notebooks 08 and 14 check counts of what a call asks of PyTorch; those checks sit beside the
 counting, in `helpers.timing`.
 Torch only: no plotting, no widgets.
