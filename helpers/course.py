@@ -16,9 +16,13 @@ before .venv/ exists.
 
 `lab` serves a working copy, my-notebooks/, not notebooks/: JupyterLab saves a notebook as soon
 as it runs, and the course's own files must stay as committed so that `git pull` brings updates
-without conflicts. `sync_working_copy` copies new notebooks in, updates the ones a student only
-ran, and never overwrites a notebook whose code or text the student changed (the course's new
-version goes beside it). `lab --serve notebooks` serves notebooks/ itself, for authors.
+without conflicts. The working copy is made from the student version of the notebooks (each
+exercise's solution replaced by its skeleton, as `student` makes them), so a student never meets
+the answers by scrolling; `lab --solutions` serves a working copy with them,
+my-notebooks-solutions/, for a teacher or a student who deliberately wants to compare.
+`sync_working_copy` copies new notebooks in, updates the ones a student only ran, and never
+overwrites a notebook whose code or text the student changed (the course's new version goes
+beside it). `lab --serve notebooks` serves notebooks/ itself, for authors.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".venv"
 WORKING_COPY = ROOT / "my-notebooks"
+WORKING_COPY_SOLUTIONS = ROOT / "my-notebooks-solutions"  # lab --solutions
+STUDENT_SOURCE = VENV / "course-student-notebooks"  # made anew by each `lab`: the stubs' source
 RECORD = ".course-copies.json"  # in the working copy: what each notebook was when copied
 SUPPORTED = ((3, 11), (3, 14))  # the Pythons the pins have wheels for, inclusive
 COURSE_PINS = (
@@ -255,6 +261,17 @@ def _aside(target: Path, record: dict[str, str]) -> Path:
         n += 1
 
 
+def lab_source(solutions: bool = False) -> tuple[Path, Path]:
+    """(the folder the working copy is synced from, the working copy). Without `solutions`, the
+    source is made anew from notebooks/ with every exercise's solution replaced by its skeleton
+    (needs .venv/, for nbformat)."""
+    if solutions:
+        return ROOT / "notebooks", WORKING_COPY_SOLUTIONS
+    shutil.rmtree(STUDENT_SOURCE, ignore_errors=True)  # a notebook the course dropped must go
+    _run([str(venv_python()), "-m", "tests.student.build", "--quiet", str(STUDENT_SOURCE)])
+    return STUDENT_SOURCE, WORKING_COPY
+
+
 def quiet_news(venv: Path = VENV) -> Path:
     """JupyterLab asks every new browser whether to fetch its news (a pop-up over the corner of a
     projected notebook); the course's environment answers no once, in its settings overrides."""
@@ -330,6 +347,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default 1200, or $CULL_IDLE; 0 = never)",
     )  # fmt: skip
     lab.add_argument(
+        "--solutions",
+        action="store_true",
+        help="a working copy with the exercises' solutions (my-notebooks-solutions/), for "
+        "teachers; without it the exercises are skeletons to fill in",
+    )
+    lab.add_argument(
         "--serve",
         metavar="DIR",
         help="serve this folder as it is, not the working copy: notebooks (authors), student",
@@ -371,9 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not root_dir.is_dir():
                 raise SystemExit(f"--serve {args.serve}: no such folder in {ROOT}")
         else:
-            for line in sync_working_copy(ROOT / "notebooks", WORKING_COPY):
-                print(f"  my-notebooks/ {line}")
-            root_dir = WORKING_COPY
+            source, root_dir = lab_source(args.solutions)
+            for line in sync_working_copy(source, root_dir):
+                print(f"  {root_dir.name}/ {line}")
         quiet_news()
         print(f"JupyterLab on {root_dir.name}/: open the URL with the token it prints below,")
         print("then start with 00_setup_check.ipynb. Ctrl+C (twice) stops it.", flush=True)

@@ -251,3 +251,37 @@ def test_jupyterlab_is_told_never_to_ask_about_news_and_other_overrides_stay(tmp
     schema = schemas / "apputils-extension" / "notification.json"
     choices = json.loads(schema.read_text())["properties"]["fetchNews"]["oneOf"]
     assert {"const": "false", "title": "Never"} in choices  # the installed JupyterLab's own schema
+
+
+def test_lab_serves_the_exercises_as_skeletons_unless_asked_for_the_solutions():
+    """A student's default working copy holds no solution: each solution cell's code is gone,
+    its skeleton there; `lab --solutions` syncs from notebooks/ into a folder of its own."""
+    assert course.lab_source(solutions=True) == (ROOT / "notebooks", course.WORKING_COPY_SOLUTIONS)
+    assert "/my-notebooks-solutions/" in (ROOT / ".gitignore").read_text()
+    source, copy = course.lab_source()
+    assert copy == course.WORKING_COPY and source == course.STUDENT_SOURCE
+    assert sorted(p.name for p in source.glob("*.ipynb")) == sorted(
+        p.name for p in (ROOT / "notebooks").glob("*.ipynb")
+    )
+    solved = 0
+    for path in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        served = json.loads((source / path.name).read_text(encoding="utf-8"))["cells"]
+        assert len(served) == len(cells)
+        for cell, mine in zip(cells, served):
+            if "solution" in cell["metadata"].get("tags", []):
+                body = "".join(mine["source"]).split('"""')[-1]  # after the docstring
+                code = [line.strip() for line in body.splitlines() if line.strip()]
+                assert [line for line in code if not line.startswith("#")] == [
+                    'raise NotImplementedError("Exercise: write this function, run this cell, '
+                    'then the check below.")'
+                ]
+                assert any("lab --solutions" in line for line in code)
+                assert not mine["outputs"] and "solution" not in mine["metadata"].get("tags", [])
+                solved += 1
+    assert solved >= 9  # every exercise of the course
+    help_text = subprocess.run(
+        [sys.executable, "-m", "helpers.course", "lab", "--help"],
+        capture_output=True, text=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    assert "--solutions" in help_text

@@ -64,7 +64,8 @@ def test_a_stub_keeps_the_task_and_its_steps_as_todo_lines_and_raises():
         "    # TODO 1. double -> (B, T)",
         "    # TODO 2. add one -> (B, T)",
     ]
-    assert lines[4].startswith("    raise NotImplementedError(") and len(lines) == 5
+    assert "lab --solutions" in lines[4]  # where the answer is, one deliberate command away
+    assert lines[5].startswith("    raise NotImplementedError(") and len(lines) == 6
     with pytest.raises(ValueError, match="exactly one function with a docstring"):
         stub("def f(x):\n    return x")
     with pytest.raises(ValueError, match="its steps as full-line comments"):

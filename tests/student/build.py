@@ -17,6 +17,9 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[2]
+SOLUTION_NOTE = (  # where the answer is: a deliberate step, never the next cell or slide
+    "    # Stuck after a real try? The course's `lab --solutions` serves a copy with the solution."
+)
 STUB = (
     '    raise NotImplementedError("Exercise: write this function, run this cell, then the check '
     'below.")'
@@ -42,7 +45,7 @@ def stub(source: str) -> str:
             f"student copy keeps as TODO lines; got:\n{source[:200]}"
         )
     todo = [re.sub(r"#\s?", "# TODO ", line, count=1) for line in steps]
-    return "\n".join([*lines[:docstring_end], *todo, STUB])
+    return "\n".join([*lines[:docstring_end], *todo, SOLUTION_NOTE, STUB])
 
 
 def student_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, int]:
@@ -63,7 +66,7 @@ def student_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode
 
 def build(source: Path = ROOT / "notebooks", target: Path = ROOT / "student") -> dict[str, int]:
     """Write the student copies; return {notebook: number of exercises}."""
-    target.mkdir(exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
     counts = {}
     for path in sorted(source.glob("*.ipynb")):
         copy, stubs = student_copy(nbformat.read(path, as_version=4))
@@ -75,6 +78,9 @@ def build(source: Path = ROOT / "notebooks", target: Path = ROOT / "student") ->
 
 
 if __name__ == "__main__":
-    target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "student"
+    quiet = "--quiet" in sys.argv  # `lab` builds its working copy's source silently
+    paths = [a for a in sys.argv[1:] if a != "--quiet"]
+    target = Path(paths[0]) if paths else ROOT / "student"
     for name, stubs in build(target=target).items():
-        print(f"{target.name}/{name}: {stubs} exercise(s) to fill in")
+        if not quiet:
+            print(f"{target.name}/{name}: {stubs} exercise(s) to fill in")
