@@ -152,13 +152,6 @@ def _w_q_untransposed():
 
 claim("01", r"row 3 of q = q_3", generic="nn.Linear acts on each row alone, for any weights")
 
-_head_1 = claim(
-    "03",
-    r"Q W_1\^Q = what head 1 computes",
-    finding="tautology: compares x @ w_q.weight.T with w_q(x), equal by nn.Linear's definition; "
-    "the head is never run, so a head that projects a second time passes (issue 37, finding 5)",
-)
-
 
 class _TwiceHead(SelfAttention):
     """A head whose forward applies a second matrix after W^Q."""
@@ -171,14 +164,6 @@ class _TwiceHead(SelfAttention):
         q, k, v = self.extra(self.w_q(x)), self.w_k(x), self.w_v(x)
         weights = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)
         return weights @ v, weights
-
-
-@site_wrong(
-    _head_1, "a head that projects twice (another matrix after W^Q)", finding=_head_1.finding
-)
-def _head_1_twice():
-    head, x = _TwiceHead(16, 4), _x()
-    checks.check_close(x @ head.w_q.weight.T, head.w_q(x), "Q W_1^Q = what head 1 computes")
 
 
 _two = claim(
