@@ -6,11 +6,17 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.attention import FusedMultiHeadAttention, PerHeadMultiHeadAttention
+from helpers.attention import (
+    FusedMultiHeadAttention,
+    PerHeadMultiHeadAttention,
+    SelfAttention,
+    scaled_dot_product_attention,
+)
 from helpers.checks import check_close_all
 from helpers.claims import (
     check_anti_diagonal,
     check_head_patterns,
+    check_head_projects_once,
     check_layer_count,
     check_linear_layout,
     check_outputs_differ,
@@ -79,6 +85,47 @@ def test_03_separate_matrices_fails_for_a_wrong_shape():
     per_head.heads[0].w_v = nn.Linear(16, 4, bias=False)
     with pytest.raises(AssertionError, match=r"shapes \[\(4, 16\), \(8, 16\)\]"):
         check_separate_matrices(per_head)
+
+
+class _HeadProjectingTwice(SelfAttention):
+    """Wrong object for 03's "head 1 = attention of x W^Q, x W^K, x W^V": a head that applies a
+    second (d_k, d_k) matrix after its W^Q (role "q") or its W^V (role "v"), the second
+    projection a reader of the paper's formula worries about."""
+
+    def __init__(self, d_model: int, d_k: int, role: str):
+        super().__init__(d_model, d_k)
+        self.role, self.again = role, nn.Linear(d_k, d_k, bias=False)
+
+    def forward(self, x, mask=None, context=None):
+        q, k, v = self.w_q(x), self.w_k(x), self.w_v(x)  # (B, T, d_k) each
+        q, v = (self.again(q), v) if self.role == "q" else (q, self.again(v))
+        return scaled_dot_product_attention(q, k, v)
+
+
+def _x64() -> torch.Tensor:
+    return torch.randn(1, 7, 64, generator=torch.Generator().manual_seed(0))
+
+
+def test_03_head_projects_once_passes_for_a_head_of_the_per_head_module(capsys):
+    check_head_projects_once(seeded_attention(64, 4, per_head=True).heads[1], _x64(), "head 1")
+    assert "✓ head 1, run on x: its map and output = attention of q = x W^Q" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize(
+    "role, differs", [("q", "its map by"), ("v", "its output by")], ids=["q_twice", "v_twice"]
+)
+def test_03_head_projects_once_fails_for_a_head_that_projects_twice(role, differs):
+    torch.manual_seed(0)
+    with pytest.raises(AssertionError, match=f"differs from one projection per matrix: {differs}"):
+        check_head_projects_once(_HeadProjectingTwice(64, 16, role), _x64(), "head 1")
+
+
+def test_03_head_projects_once_fails_for_a_head_with_biases():
+    torch.manual_seed(0)
+    with pytest.raises(AssertionError, match="differs from one projection per matrix"):
+        check_head_projects_once(SelfAttention(64, 16, bias=True), _x64(), "head 1")
 
 
 @pytest.mark.parametrize("per_head", [True, False])
@@ -264,6 +311,44 @@ def test_06_key_bias_gets_no_gradient_but_the_query_bias_does():
     check_close(module.w_k.bias.grad, zero, "W^K's bias gets no gradient", atol=1e-6)
     with pytest.raises(AssertionError, match=r"✗ W\^Q's bias gets no gradient: max"):
         check_close(module.w_q.bias.grad, zero, "W^Q's bias gets no gradient", atol=1e-6)
+
+
+def _trained_pair(optimizer_class, steps: int = 5):
+    """A per-head module and its fused copy after the same `steps` of `optimizer_class` each:
+    their outputs on a fixed x."""
+    torch.manual_seed(0)
+    per_head = PerHeadMultiHeadAttention(16, 2, bias=True)
+    fused = fuse(per_head)
+    x, target = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+    for module in (per_head, fused):
+        optimizer = optimizer_class(module.parameters(), lr=1e-2)
+        for _ in range(steps):
+            optimizer.zero_grad()
+            (module(x)[0] - target).square().mean().backward()
+            optimizer.step()
+    with torch.no_grad():
+        return per_head(x)[0], fused(x)[0]
+
+
+def test_06_layouts_stay_one_model_under_adam_and_the_check_fails_under_adafactor():
+    """06's "outputs after 5 Adam steps" (check_close). Wrong object: the same steps taken by
+    Adafactor, whose step depends on the whole matrix (factored second moment, RMS of the
+    parameter), so the two layouts drift apart."""
+    from helpers.checks import check_close
+
+    check_close(*_trained_pair(torch.optim.Adam), "outputs after 5 Adam steps")
+    with pytest.raises(AssertionError, match="✗ outputs after 5 Adafactor steps: max"):
+        check_close(*_trained_pair(torch.optim.Adafactor), "outputs after 5 Adafactor steps")
+
+
+def test_06_layouts_drift_under_adafactor_and_the_check_fails_under_adam(capsys):
+    """06's "outputs after 5 more steps with Adafactor … differ" (check_outputs_differ). Wrong
+    object: the same steps taken by Adam, which updates each number on its own, so the layouts
+    stay equal (gaps of rounding, ~1e-7)."""
+    check_outputs_differ(*_trained_pair(torch.optim.Adafactor), "Adafactor", at_least=1e-3)
+    assert "✓ Adafactor differ: max |difference|" in capsys.readouterr().out
+    with pytest.raises(AssertionError, match="Adam differ: the largest difference is"):
+        check_outputs_differ(*_trained_pair(torch.optim.Adam), "Adam", at_least=1e-3)
 
 
 def test_04_wide_heads_count_4_h_d_k_d_model(capsys):
