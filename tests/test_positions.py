@@ -1,5 +1,6 @@
 """Word order: attention alone is blind to it (permutation-equivariant), position embeddings and a
-causal mask are not, and RoPE turns each head's q and k so that a score depends only on m − n.
+causal mask are not, and RoPE turns each head's q and k so that a score depends on position only
+through m − n (and does depend on it).
 RoPE is checked against an independent formulation (complex numbers) and against Hugging Face's
 Llama code, and each check is fed a wrong object to show it can fail."""
 
@@ -140,6 +141,42 @@ def test_with_rope_a_score_depends_only_on_m_minus_n(capsys):
     absolute = lambda t, s: t + table[s : s + len(t)]  # noqa: E731  added positions: not relative
     with pytest.raises(AssertionError, match="scores depend only on m − n: shifting both"):
         check_relative_scores(q, k, absolute, (1, 5, 100), "added positions")
+
+
+def _no_turn(t, offset=0):
+    """Wrong object for 10's RoPE checks: a "rotation" that turns nothing."""
+    return t
+
+
+def _same_turn_everywhere(t, offset=0):
+    """Wrong object for 10's RoPE checks: every position turned by position 3's angles."""
+    return apply_rope(t, positions=torch.full((t.size(-2),), 3))
+
+
+@pytest.mark.parametrize("rotate", [_no_turn, _same_turn_everywhere], ids=["no_turn", "same_turn"])
+def test_rope_check_fails_when_the_score_does_not_depend_on_m_minus_n(rotate):
+    q, k = (
+        torch.randn(9, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(s))
+        for s in (2, 3)
+    )
+    with pytest.raises(AssertionError, match="the score changes with m − n: .* change nothing"):
+        check_relative_scores(q, k, rotate, (1, 5, 100), "no rotation")
+
+
+def test_rope_check_prints_one_score_per_offset_that_changes_with_it(capsys):
+    q, k = (torch.randn(7, 8, generator=torch.Generator().manual_seed(s)) for s in (0, 1))
+    check_relative_scores(q, k, lambda t, s: apply_rope(t, offset=s), (1, 5), "RoPE")
+    out = capsys.readouterr().out
+    assert "one score\n  per m − n, and it changes with m − n" in out
+    assert "over m − n = −6 … 6" in out
+
+
+def test_rope_makes_attention_see_order_and_a_rope_that_turns_nothing_does_not(monkeypatch):
+    rope = _seeded(FusedMultiHeadAttention, 4, rope=True)
+    check_order_seen(rope, _x(), PERM, "RoPE")
+    monkeypatch.setattr("helpers.attention.apply_rope", _no_turn)  # wrong object: no turn
+    with pytest.raises(AssertionError, match="RoPE: sees the order: the permuted input gives only"):
+        check_order_seen(rope, _x(), PERM, "RoPE")
 
 
 def test_rope_per_head_and_fused_are_the_same_model():
