@@ -49,6 +49,7 @@ __all__ = [
     "check_order_blind",
     "check_order_seen",
     "check_relative_scores",
+    "check_refused",
 ]
 
 
@@ -782,3 +783,16 @@ def check_composition(base: float, without: dict[str, float], chance: float) -> 
         f"of them at most {one:.2f} ({one / base:.1f}×): less than without the previous-token "
         "head, and below 40 % of chance: the others still copy, less well"
     )
+
+
+def check_refused(call, text: str, error: type[Exception] = ValueError) -> None:
+    """`call(text)` refuses bad input with `error` and a message (printed after ✓); ✗ when it
+    accepts the text, or fails some other way."""
+    try:
+        call(text)
+    except error as err:
+        print(f"✓ refused: {err}")
+        return
+    except Exception as err:  # noqa: BLE001 - any other failure is the ✗ to report
+        raise _fail(f"refused {text[:20]!r}", f"raised {type(err).__name__}: {err}") from err
+    raise _fail(f"refused {text[:20]!r}", f"accepted it: no {error.__name__} was raised")

@@ -620,3 +620,13 @@ def _diagnose_loop_no_w_o():
 
 
 __all__ = ["WRONG", "Wrong", "outcome", "wrong", "mistaken", "fuse"]
+
+
+@wrong("check_refused", "a model that accepts the empty text (no error raised)")
+def _refused_accepts():
+    claims.check_refused(lambda text: text, "")
+
+
+@wrong("check_refused", "a model that fails on the text some other way (a TypeError)")
+def _refused_other_error():
+    claims.check_refused(lambda text: text + 1, "")
