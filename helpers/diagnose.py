@@ -42,9 +42,11 @@ import dis
 import functools
 import itertools
 import re
+import time
 import traceback
 import types
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import torch
@@ -68,7 +70,7 @@ from helpers.mistakes import (
     shared_kv_stages,
     split_stages,
 )
-from helpers.trace import Record, Trace, trace_call
+from helpers.trace import Place, Record, Trace, trace_call
 
 __all__ = [
     "Diagnosis",
@@ -94,6 +96,9 @@ CROSS_T_K = T + 2  # 13's context: longer than x, so a mix-up changes the shape 
 B2, T2, D_MODEL2, HEADS2, ONE_HEAD_D_K2, CROSS_T_K2 = 1, 3, 16, 2, 8, 4
 _MOST_NEGATIVE = -1e4  # a masked score filled with -1e9 or finfo.min counts as -inf
 _MAX_FINDINGS = 4
+TIME_LIMIT = 10.0  # s: a check stops the learner's function after this long, all its calls together
+TRACE_LIMIT_MB = 256  # the trace's copies of the tensors the function makes, at most (a right
+# answer makes well under 1 MB at the check's sizes)
 
 
 @dataclass(frozen=True)
@@ -1265,11 +1270,74 @@ def _verdict(
 # --- running the learner's code ---------------------------------------------------------------
 
 
+class _Halted(Exception):
+    """A check ends early (the function was stopped, or the learner interrupted it): the message."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Limits:
+    seconds: float  # the time limit, as the message states it
+    deadline: float  # time.monotonic() when the check's time is up
+    max_bytes: int
+
+
+_LIMITS: ContextVar[_Limits | None] = ContextVar("check_limits", default=None)
+
+
+def _checked(check: Callable[[], Diagnosis], echo: bool, time_limit: float | None) -> Diagnosis:
+    """Run one check under its limits (TIME_LIMIT, TRACE_LIMIT_MB): a function stopped or
+    interrupted ends it with one line, never a traceback."""
+    seconds = TIME_LIMIT if time_limit is None else time_limit
+    limits = _Limits(seconds, time.monotonic() + seconds, int(TRACE_LIMIT_MB * 2**20))
+    token = _LIMITS.set(limits)
+    try:
+        return check()
+    except _Halted as halted:
+        return _verdict(False, halted.message, echo)
+    except KeyboardInterrupt:  # while the check compared, not while the function ran
+        return _verdict(False, "■ Check stopped by you before it finished.", echo)
+    finally:
+        _LIMITS.reset(token)
+
+
+def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -> Trace:
+    """trace_call under the check's limits; raises _Halted when the call was stopped."""
+    limits = _LIMITS.get() or _Limits(TIME_LIMIT, time.monotonic() + TIME_LIMIT,
+                                      int(TRACE_LIMIT_MB * 2**20))  # fmt: skip
+    trace = trace_call(
+        fn, copies, watch, deadline=limits.deadline, max_bytes=limits.max_bytes, inputs=inputs
+    )
+    if trace.stopped is None:
+        return trace
+    why, place = trace.stopped
+    where = f" while running {place.where}" if place.where else ""
+    if why == "interrupt":
+        raise _Halted(f"■ Check stopped by you{where}.")
+    where = f": it was stopped{where}" if where else ""
+    if why == "time":
+        head = (
+            f"✗ Your function did not finish within the check's time limit "
+            f"({limits.seconds:g} s){when}{where}."
+        )
+        rest = "A right answer takes well under a second at the check's sizes."
+    else:
+        head = (
+            f"✗ Your function made more than {limits.max_bytes / 2**20:g} MB of tensors{when} "
+            f"(the check keeps a copy of each){where}."
+        )
+        rest = "A right answer makes well under 1 MB at the check's sizes."
+    raise _Halted(f"{head} Hint: does a loop there never end? {rest}")
+
+
 def _where_in_learner_code(err: BaseException) -> str:
     """' (line 7: `scores = q @ k`)' for the deepest frame outside helpers and torch, if any."""
     frames = [
         f for f in traceback.extract_tb(err.__traceback__)
-        if "/helpers/" not in f.filename and "/torch/" not in f.filename
+        if not re.search(r"[/\\](helpers|torch)[/\\]", f.filename)
     ]  # fmt: skip
     if not frames:
         return ""
@@ -1314,12 +1382,21 @@ def _run(
 ) -> tuple[Trace | None, str | None]:
     """Call the learner's function on copies of args, traced; return (trace, None) or
     (None, the message for what it raised). `when` says which call, e.g. ' without a mask';
-    `name` is the exercise's (see CHECK_SIZES)."""
+    `name` is the exercise's (see CHECK_SIZES). Raises _Halted if the call was stopped.
+    `trace.changed` holds the arguments the call changed in place, compared with args."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args.values()]
     copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
     matrices = [w for a in copies for w in (a if isinstance(a, list) else [a])
                 if isinstance(w, torch.Tensor) and w.dim() == 2]  # fmt: skip
-    trace = trace_call(fn, copies, watch=matrices)  # positional: the learner may name them freely
+    given = dict(_named_tensors(args.items()))
+    inputs = dict(_named_tensors(zip(args, copies, strict=True)))
+    # positional: the learner may name them freely
+    trace = _traced(fn, copies, matrices, inputs, when)
+    trace.changed = {
+        arg: trace.changed.get(arg, ("", Place(None)))
+        for arg, copy in inputs.items()
+        if copy.shape != given[arg].shape or not torch.equal(copy, given[arg])
+    }
     err = trace.error
     if err is None:
         return trace, None
@@ -1362,6 +1439,72 @@ def _run(
         f"✗ Your function raised {type(err).__name__}{when}: {err}"
         f"{_where_in_learner_code(err)}.{hint}"
     )
+
+
+def _named_tensors(items: Iterable[tuple[str, object]]) -> Iterable[tuple[str, torch.Tensor]]:
+    """('x', x), ('w_q[0]', ...): the tensors among arguments, a list's items by their index."""
+    for arg, a in items:
+        if isinstance(a, torch.Tensor):
+            yield arg, a
+        elif isinstance(a, list):
+            yield from ((f"{arg}[{i}]", t) for i, t in enumerate(a) if isinstance(t, torch.Tensor))
+
+
+def _side_effects(trace: Trace, out: torch.Tensor, expected: torch.Tensor) -> list[str]:
+    """What the call did besides its output: the arguments it changed in place, a reseed of
+    torch's random numbers, and (`expected`: right numbers) an output dtype not the inputs'."""
+    found = []
+    if len(trace.changed) == 1:
+        ((arg, (_, place)),) = trace.changed.items()
+        where = f", on {place.where}" if place.where else ""
+        found.append(
+            f"your function changes its argument {arg} in place{where}: the caller's {arg} would "
+            "change too (the check passed a copy)."
+        )
+    elif trace.changed:
+        parts = [f"{arg} ({place.where})" if place.where else arg
+                 for arg, (_, place) in trace.changed.items()]  # fmt: skip
+        found.append(
+            f"your function changes its arguments {', '.join(parts[:-1])} and {parts[-1]} in "
+            "place: the caller's tensors would change too (the check passed copies)."
+        )
+    if trace.changed:
+        found[-1] += (
+            " Hint: make a new tensor instead (`x = x / 2` rather than `x /= 2`, masked_fill "
+            "rather than masked_fill_)."
+        )
+    if trace.reseeded is not None:
+        where = f" on {trace.reseeded.where}" if trace.reseeded.where else ""
+        found.append(
+            f"your function reseeds torch's random number generator{where}: each call resets "
+            "the random numbers the rest of the notebook draws (the check put them back). Hint: "
+            "this function needs no random numbers; seed once, at the top of the notebook."
+        )
+    if expected is not None and out.dtype != expected.dtype:
+        made = next((r for r in trace.records if r.dtype == out.dtype and r.where), None)
+        where = f" (from {made.where})" if made else ""
+        got, want = (str(d).removeprefix("torch.") for d in (out.dtype, expected.dtype))
+        found.append(
+            f"its dtype is {got}{where}, where the inputs' is {want}. Hint: return {want}, the "
+            "inputs' dtype."
+        )
+    return found
+
+
+def _side_effect_message(trace: Trace, out: torch.Tensor, expected: torch.Tensor) -> str:
+    """'' for a call with no side effect and the inputs' dtype; else the ✗ for a right output."""
+    found = _side_effects(trace, out, expected)
+    if not found:
+        return ""
+    if len(found) == 1:
+        return f"✗ Your output's numbers are right, but {found[0]}"
+    lines = ["✗ Your output's numbers are right, but:"]
+    return "\n".join([*lines, *(f"  {i}. {f[0].upper()}{f[1:]}" for i, f in enumerate(found, 1))])
+
+
+def _side_effect_note(trace: Trace) -> str:
+    """'' or the note, for a wrong output, on what the call did besides it."""
+    return " ".join(f"Note: {found}" for found in _side_effects(trace, trace.result, None))
 
 
 def _container(result: object) -> str:
@@ -1528,7 +1671,7 @@ def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str 
     """'' if fn gives the expected output for args (the second sizes), else what went wrong."""
     copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args.values()]
     copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
-    trace = trace_call(fn, copies)
+    trace = _traced(fn, copies, when=when)
     err = trace.error
     if err is not None:
         return f"it raised {type(err).__name__}{when}: {err}{_where_in_learner_code(err)}."
@@ -1577,15 +1720,25 @@ _MASKS = ("mask_ignored", "mask_inverted", "mask_after_softmax", "mask_filled_wi
 
 
 def diagnose(
-    fn: Callable, echo: bool = True, mask: bool = True, per_head: bool = False
+    fn: Callable,
+    echo: bool = True,
+    mask: bool = True,
+    per_head: bool = False,
+    time_limit: float | None = None,
 ) -> Diagnosis:
     """Check `fn(x, w_q, w_k, w_v, w_o, num_heads, mask=None)` against the reference, without and
     (if `mask`) with a mask; name each mistake it makes, with the line that makes it.
 
     mask=False checks `fn(x, w_q, w_k, w_v, w_o, num_heads)`, with no mask parameter. per_head=True
     checks the loop exercise: `fn(x, w_q, w_k, w_v, w_o)` where w_q, w_k and w_v are lists of h
-    per-head (d_k, d_model) matrices, and no mask.
+    per-head (d_k, d_model) matrices, and no mask. `time_limit`: seconds for all the calls
+    together (TIME_LIMIT if None); the function is stopped then, or when its tensors pass
+    TRACE_LIMIT_MB, with a ✗ that names the line it was running.
     """
+    return _checked(lambda: _diagnose(fn, echo, mask, per_head), echo, time_limit)
+
+
+def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis:
     args = _inputs()
     runs = {"without a mask": {**args, "mask": None}}
     if mask and not per_head:
@@ -1627,6 +1780,10 @@ def diagnose(
         if returned:  # the right output, inside a tuple or a list
             message = _returned_note(returned[0], tuple(expected.shape), right=True)
             return _verdict(False, message, echo)
+        for trace, out, _, expected in results.values():  # in place, a reseed, the dtype
+            message = _side_effect_message(trace, out, expected)
+            if message:
+                return _verdict(False, message, echo)
         for label, run_args in runs.items():  # the same at the second sizes
             second = {**_inputs(second=True), "mask": run_args["mask"]}
             if second["mask"] is not None:
@@ -1645,6 +1802,8 @@ def diagnose(
         return _verdict(True, message, echo)
     if returned:
         note = "\n  ".join(n for n in (_returned_note(returned[0], (), False), note) if n)
+    effects = dict.fromkeys(_side_effect_note(t) for t, _, _, _ in results.values())
+    note = "\n  ".join(n for n in (note, *effects) if n)
     findings = _safe_explain(
         [
             (_records(trace, out, extra), functools.partial(attention_stages, **runs[label]))
@@ -1796,8 +1955,15 @@ EXERCISE_OUT: dict[str, tuple[str, str]] = {
 }
 
 
-def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
-    """Check a notebook exercise's function against its reference (see EXERCISES)."""
+def check_exercise(
+    fn: Callable, name: str, echo: bool = True, time_limit: float | None = None
+) -> Diagnosis:
+    """Check a notebook exercise's function against its reference (see EXERCISES). `time_limit`:
+    seconds for all the calls together (TIME_LIMIT if None), as for diagnose."""
+    return _checked(lambda: _check_exercise(fn, name, echo), echo, time_limit)
+
+
+def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
     make_args, stages_of, candidates = EXERCISES[name]
     args = make_args()
     note = _note(fn, name)
@@ -1809,6 +1975,9 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
     if out is not None and _same(out, expected):
         if not isinstance(trace.result, torch.Tensor):  # right, inside a tuple or a list
             message = _returned_note(trace.result, tuple(expected.shape), right=True)
+            return _verdict(False, message, echo)
+        message = _side_effect_message(trace, out, expected)  # in place, a reseed, the dtype
+        if message:
             return _verdict(False, message, echo)
         second = make_args(second=True)
         problem = _second_problem(fn, second, stages_of(**second)["out"])
@@ -1824,6 +1993,7 @@ def check_exercise(fn: Callable, name: str, echo: bool = True) -> Diagnosis:
         return _verdict(False, message, echo, note=note)
     if out is not None and not isinstance(trace.result, torch.Tensor):
         note = "\n  ".join(n for n in (_returned_note(trace.result, (), False), note) if n)
+    note = "\n  ".join(n for n in (note, _side_effect_note(trace)) if n)
     findings = []
     if out is not None:
         stages_of_args = functools.partial(stages_of, **args)

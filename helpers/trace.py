@@ -7,6 +7,12 @@ returned, taken at that moment (so an in-place op that changes the tensor later 
 the record), the op's name, and the line of the learner's own code (the innermost frame outside
 `helpers` and torch). `helpers.diagnose` then looks among these for the reference's stages.
 
+Every call comes back: past a deadline, or once the copies pass a number of bytes, `Stopped` is
+raised into the learner's code from a `sys.settrace` hook on their own lines (any OS, and a pure
+Python `while True: pass` too), again on their next line if a bare `except:` swallows it; an
+interrupt ends the call the same way. Either way `Trace.stopped` says why and on which line, and
+the hooks, the mode, autograd, the warnings filters and torch's random state are put back.
+
 Torch only; the trace adds well under a millisecond to the course's small exercises.
 """
 
@@ -16,15 +22,17 @@ import functools
 import linecache
 import os
 import sys
+import sysconfig
+import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["Record", "Trace", "trace_call"]
+__all__ = ["Place", "Record", "Stopped", "Trace", "trace_call"]
 
 _HELPERS = str(Path(__file__).resolve().parent)
 _TORCH = str(Path(torch.__file__).resolve().parent)
@@ -58,6 +66,24 @@ def _line(lineno: int, code: str) -> str:
     return f"line {lineno}: `{code}`" if code else f"line {lineno}"
 
 
+@dataclass(frozen=True)
+class Place:
+    """A line of the learner's code, as in Record: its number, its source, and the line of the
+    function checked that called it when it is in a helper of theirs."""
+
+    lineno: int | None
+    code: str = ""
+    caller: tuple[int, str] | None = None
+
+    @property
+    def where(self) -> str:
+        """'line 7: `while True:`' (', called from line 9: `...`'), or '' when unknown."""
+        if self.lineno is None:
+            return ""
+        text = _line(self.lineno, self.code)
+        return f"{text}, called from {_line(*self.caller)}" if self.caller else text
+
+
 @dataclass
 class Trace:
     """What one call did: its result (or the exception it raised) and the records, in order."""
@@ -77,6 +103,11 @@ class Trace:
         return None
 
     _made: list  # (the tensor object the op returned, its record), kept alive for `is`
+    stopped: tuple[str, Place] | None = None  # why the call did not finish ("time", "memory",
+    # "interrupt": KeyboardInterrupt, the notebook's stop button) and the line it was running
+    changed: dict[str, tuple[str, Place]] = field(default_factory=dict)  # an input's name -> the
+    # first in-place op on it (its storage) and the line
+    reseeded: Place | None = None  # where the code reset torch's default random generator
 
 
 @functools.lru_cache(maxsize=256)
@@ -85,9 +116,26 @@ def _is_internal(filename: str) -> bool:
     return path.startswith((_HELPERS, _TORCH)) or filename.startswith("<frozen")
 
 
-def _learner_frames(stop) -> list:
-    """The frames of the learner's own code, innermost first, below trace_call."""
-    frame, learner = sys._getframe(2), []
+_LIBRARIES = tuple(
+    str(Path(p).resolve())
+    for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_learners(filename: str) -> bool:
+    """Whether a code object's file is the learner's: not helpers', torch's, Python's own or a
+    library's (the time limit traces only these frames' lines)."""
+    if _is_internal(filename) or filename.startswith("<frozen"):
+        return False
+    path = str(Path(filename).resolve()) if os.path.isabs(filename) else filename
+    return not path.startswith(_LIBRARIES)
+
+
+def _learner_frames(stop, frame=None) -> list:
+    """The frames of the learner's own code, innermost first, below trace_call (from `frame`, or
+    from the caller's caller)."""
+    frame, learner = frame or sys._getframe(2), []
     while frame is not None and frame.f_code is not stop:
         if not _is_internal(frame.f_code.co_filename):
             learner.append(frame)
@@ -95,10 +143,10 @@ def _learner_frames(stop) -> list:
     return learner
 
 
-def _learner_lines(stop) -> tuple[int | None, str, tuple[int, str] | None]:
+def _learner_lines(stop, frame=None) -> tuple[int | None, str, tuple[int, str] | None]:
     """(line, code, caller) of the innermost frame outside helpers and torch; caller is the
     outermost such frame below trace_call (the function checked) when it is another frame."""
-    learner = _learner_frames(stop)
+    learner = _learner_frames(stop, frame or sys._getframe(1))
     if not learner:
         return None, "", None
     inner, outer = learner[0], learner[-1]
@@ -148,9 +196,120 @@ def _rewarn(caught, frames) -> None:
         )  # fmt: skip
 
 
+def _traceback_lines(tb, stop) -> tuple[int | None, str, tuple[int, str] | None]:
+    """As _learner_lines, for where an exception was raised (the learner's line when it came)."""
+    entries = []  # outermost first
+    while tb is not None:
+        entries.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    learner = [(f, n) for f, n in entries if f.f_code is not stop
+               and not _is_internal(f.f_code.co_filename)]  # fmt: skip
+    if not learner:
+        return None, "", None
+    lines = [
+        (n, linecache.getline(f.f_code.co_filename, n, f.f_globals).strip())
+        for f, n in (learner[-1], learner[0])
+    ]
+    helper = any(not f.f_code.co_name.startswith("<") for f, _ in learner[1:])
+    return *lines[0], (lines[1] if helper else None)
+
+
+class Stopped(BaseException):
+    """Raised into the learner's code to stop the call (its time or the trace's memory is up). A
+    BaseException, so an `except Exception:` in their loop lets it through; a bare `except:` that
+    swallows it gets it again on their next line."""
+
+    def __init__(self, guard: _Guard | None = None) -> None:
+        super().__init__("stopped by the check")
+        self.guard = guard
+
+    def __del__(self) -> None:
+        # swallowed: raising from a trace hook turned tracing off, so turn it back on
+        guard = self.guard
+        if guard is not None and guard.running and guard.stopped is not None:
+            guard.rearm(sys._getframe(1))
+
+
+class _Guard:
+    """The time limit: a trace hook on the learner's own frames (line events only: torch's and
+    helpers' frames get none) that raises Stopped on their first line past the deadline."""
+
+    def __init__(self, stop, deadline: float | None) -> None:
+        self.stop = stop  # trace_call's code: the frames above it are not the call's
+        self.deadline = deadline  # a time.monotonic() value, or None
+        self.stopped: tuple[str, Place] | None = None  # set once: why, and the line
+        self.running = True  # False once trace_call has put everything back
+
+    def on_call(self, frame, event, arg):  # the global hook: a frame starts
+        filename = frame.f_code.co_filename
+        if not _is_learners(filename):
+            return None
+        back = frame.f_back  # code made by exec ("<string>": a dataclass's __init__) is the
+        # learner's only when the learner's code calls it
+        if filename.startswith("<") and back is not None and back.f_code is not self.stop:
+            return self.on_line if back.f_trace == self.on_line else None
+        return self.on_line
+
+    def on_line(self, frame, event, arg):  # the learner's frame's hook
+        if event == "line" and (
+            self.stopped is not None
+            or (self.deadline is not None and time.monotonic() > self.deadline)
+        ):
+            self.halt("time", frame)
+        return self.on_line
+
+    def halt(self, reason: str, frame) -> None:
+        """Raise Stopped; the first stop says why and where (`frame`: the learner's, or one of
+        helpers' or torch's above it)."""
+        if self.stopped is None:
+            self.stopped = (reason, Place(*_learner_lines(self.stop, frame)))
+        raise Stopped(self)
+
+    def rearm(self, frame) -> None:
+        """Trace the learner's frames from `frame` up to trace_call again (tracing was turned off
+        when the hook raised), if `frame` runs inside this call."""
+        frames = []
+        while frame is not None and frame.f_code is not self.stop:
+            frames.append(frame)
+            frame = frame.f_back
+        if frame is None:
+            return
+        for f in frames:
+            if _is_learners(f.f_code.co_filename):
+                f.f_trace = self.on_line
+        sys.settrace(self.on_call)
+
+
+# in-place ops that a name ending in "_" does not show (x[i] = ..., x += ...)
+_IN_PLACE = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+             "__imod__", "__ipow__", "__imatmul__", "__iand__", "__ior__", "__ixor__"}  # fmt: skip
+
+
+def _changes(name: str, source, kwargs) -> torch.Tensor | None:
+    """The tensor an op changes in place (its `out=`, or its first argument), if any."""
+    out = (kwargs or {}).get("out")
+    if isinstance(out, torch.Tensor):
+        return out
+    in_place = (name.endswith("_") and not name.startswith("_")) or name in _IN_PLACE
+    return source if in_place else None
+
+
 class _Recorder(TorchFunctionMode):
-    def __init__(self, stop, watch: Sequence[torch.Tensor] = ()) -> None:
+    def __init__(
+        self,
+        stop,
+        watch: Sequence[torch.Tensor] = (),
+        guard: _Guard | None = None,
+        max_bytes: int | None = None,
+        inputs: dict[str, torch.Tensor] | None = None,
+    ) -> None:
         super().__init__()
+        self.guard = guard  # the time limit, and who raises Stopped
+        self.max_bytes = max_bytes  # the copies (and the tensors they keep alive), at most
+        self.bytes = 0
+        self.inputs = {t.untyped_storage().data_ptr(): name for name, t in (inputs or {}).items()
+                       if isinstance(t, torch.Tensor) and t.numel()}  # fmt: skip
+        self.changed: dict[str, tuple[str, Place]] = {}  # an input's name -> first in-place op
         self.stop = stop  # the code object of trace_call: frames above it are not the learner's
         self.made: list = []
         self.families: dict[int, int] = {}  # id of a tensor made here -> its family
@@ -175,9 +334,17 @@ class _Recorder(TorchFunctionMode):
         return tuple(found)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        guard = self.guard
+        if guard is not None and (
+            guard.stopped is not None
+            or (guard.deadline is not None and time.monotonic() > guard.deadline)
+        ):  # also when the learner's lines are not traced (a debugger's hook took the place)
+            guard.rearm(sys._getframe(1))
+            guard.halt("time", sys._getframe(1))
         parents = self._parents(args, kwargs)  # before the op: an in-place op's input is older
         name = getattr(func, "__name__", type(func).__name__)
         inputs = _tensors(args, kwargs)
+        caught: list = []  # read in `finally`, also when an interrupt lands before the `with`
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -196,6 +363,11 @@ class _Recorder(TorchFunctionMode):
             if name in _PRODUCTS or any(id(t) in self.products for t in inputs):
                 self.products |= {id(t) for t in made}
         source = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        changed = _changes(name, source, kwargs) if self.inputs else None
+        if changed is not None and changed.numel():
+            who = self.inputs.get(changed.untyped_storage().data_ptr())
+            if who is not None and who not in self.changed:
+                self.changed[who] = (name, Place(*_learner_lines(self.stop)))
         family = len(self.made)  # a new family, unless the op only rearranges its input
         if name in _SAME_NUMBERS and source is not None:
             family = self.families.get(id(source), family)
@@ -210,36 +382,119 @@ class _Recorder(TorchFunctionMode):
                 self.index[id(t)] = len(self.made)
                 self.made.append((t, record))
                 self.families[id(t)] = family
+                self.bytes += copy.nbytes + t.numel() * t.element_size()
+        if self.max_bytes is not None and self.bytes > self.max_bytes and guard is not None:
+            guard.halt("memory", sys._getframe(1))
         return out
 
 
-def trace_call(fn: Callable, args: Sequence, watch: Sequence[torch.Tensor] = ()) -> Trace:
+_RESEEDS = ("manual_seed", "seed", "set_state")  # what resets a torch.Generator
+_SEED = 0x5EED_2A7E  # the generator's seed during a call (the learner's state is put back after)
+
+
+def _reseeds(frame, arg) -> bool:
+    """Whether a call into C resets torch's default random generator (torch.manual_seed,
+    torch.set_rng_state, torch.random.seed, ...), other than fork_rng putting it back."""
+    if getattr(arg, "__self__", None) is not torch.default_generator:
+        return False
+    if arg.__name__ not in _RESEEDS:
+        return False
+    while frame is not None and not _is_learners(frame.f_code.co_filename):
+        if frame.f_code.co_name == "fork_rng":
+            return False
+        frame = frame.f_back
+    return True
+
+
+def _warning_state() -> tuple:
+    return warnings.filters, warnings.showwarning, getattr(warnings, "_showwarnmsg_impl", None)
+
+
+def _put_back_warnings(saved: tuple) -> None:
+    """Undo a catch_warnings whose exit an interrupt skipped (its filters and its recording)."""
+    if _warning_state() == saved:
+        return
+    warnings.filters, warnings.showwarning = saved[0], saved[1]
+    if saved[2] is not None:
+        warnings._showwarnmsg_impl = saved[2]
+    getattr(warnings, "_filters_mutated", lambda: None)()
+
+
+def trace_call(
+    fn: Callable,
+    args: Sequence,
+    watch: Sequence[torch.Tensor] = (),
+    *,
+    deadline: float | None = None,
+    max_bytes: int | None = None,
+    inputs: dict[str, torch.Tensor] | None = None,
+) -> Trace:
     """Call fn(*args) under the recorder, with no autograd; never raises for the learner's code.
     `watch`: tensors among args (the weight matrices) whose use the trace reports if an op raises.
-    A warning an op raises is shown at the learner's line."""
-    recorder = _Recorder(trace_call.__code__, watch)
-    returned_at: list[tuple[int, str]] = []
+    A warning an op raises is shown at the learner's line.
 
-    def on_return(frame, event, arg) -> None:  # the line of the learner's own `return`
-        if (
-            event == "return"
-            and frame.f_back is not None
-            and frame.f_back.f_code is here
-            and not _is_internal(frame.f_code.co_filename)
-        ):
-            code = linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
-            returned_at.append((frame.f_lineno, code.strip()))
-
+    `deadline` (a time.monotonic() value) and `max_bytes` (the copies' bytes) stop the call, and
+    an interrupt ends it: `Trace.stopped` says why and the learner's line then. `inputs`: tensors
+    among args, by name, whose in-place changes are noted in `Trace.changed`. Torch's default
+    random generator is as before the call afterwards; `Trace.reseeded` says where the code reset
+    it."""
     here = trace_call.__code__
-    previous = sys.getprofile()
-    sys.setprofile(on_return)
+    guard = _Guard(here, deadline)
+    recorder = _Recorder(here, watch, guard, max_bytes, inputs)
+    returned_at: list[tuple[int, str]] = []
+    reseeded: list[Place] = []
+
+    def on_event(frame, event, arg) -> None:  # the profile hook: returns, and calls into C
+        if event == "return":  # the line of the learner's own `return`
+            if (
+                frame.f_back is not None
+                and frame.f_back.f_code is here
+                and not _is_internal(frame.f_code.co_filename)
+            ):
+                code = linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
+                returned_at.append((frame.f_lineno, code.strip()))
+        elif event == "c_call" and not reseeded and _reseeds(frame, arg):
+            reseeded.append(Place(*_learner_lines(here, frame)))
+
+    saved_trace, saved_profile, saved_warnings = sys.gettrace(), sys.getprofile(), _warning_state()
+    grad, depth = torch.is_grad_enabled(), torch._C._len_torch_function_stack()
+    rng, end = torch.default_generator.get_state(), None
+    result = error = interrupted = None
     try:
-        with torch.no_grad(), recorder:
-            result, error = fn(*args), None
-    except Exception as err:  # noqa: BLE001 - the learner's error, reported by the caller
-        result, error = None, err
+        start = torch.default_generator.manual_seed(_SEED).get_state()  # a reseed shows below
+        torch._C._set_grad_enabled(False)
+        recorder.__enter__()
+        sys.setprofile(on_event)
+        sys.settrace(guard.on_call)
+        result = fn(*args)
+    except BaseException as err:  # noqa: BLE001 - the learner's error, a stop or an interrupt
+        error = err
     finally:
-        sys.setprofile(previous)
+        while True:  # put everything back, even when an interrupt lands here: each step redoes
+            try:
+                guard.running = False
+                sys.settrace(saved_trace)
+                sys.setprofile(saved_profile)
+                while torch._C._len_torch_function_stack() > depth:
+                    torch._C._pop_torch_function_stack()
+                torch._C._set_grad_enabled(grad)
+                if end is None:
+                    end = torch.default_generator.get_state()
+                torch.default_generator.set_state(rng)  # the learner's random numbers, as they were
+                _put_back_warnings(saved_warnings)
+                break
+            except KeyboardInterrupt as err:
+                interrupted = err
+    if interrupted is not None or isinstance(error, KeyboardInterrupt):
+        error = error if isinstance(error, KeyboardInterrupt) else interrupted
+        stopped = ("interrupt", Place(*_traceback_lines(error.__traceback__, here)))
+    else:
+        stopped = guard.stopped
     at = returned_at[-1] if returned_at and error is None else None
     failed = recorder.failed if error is not None else None
-    return Trace(result, error, [r for _, r in recorder.made], at, failed, recorder.made)
+    records = [r for _, r in recorder.made]
+    # a reseed that left the generator as the call found it (a state saved and put back) is none
+    place = reseeded[0] if reseeded and not torch.equal(end, start) else None
+    return Trace(
+        result, error, records, at, failed, recorder.made, stopped, recorder.changed, place
+    )
