@@ -169,6 +169,14 @@ _SAME_NUMBERS = {
 }  # fmt: skip
 
 
+def _is_index(t: torch.Tensor) -> bool:
+    """An integer tensor of positions or heads (torch.arange(n, 2 * n), idx % g): recorded too,
+    so a slip in it is found on the line that made it (its record says its dtype)."""
+    return t.dtype in _INDEX_DTYPES and t.dim() >= 1 and t.numel() <= 4096
+
+
+_INDEX_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
 _PRODUCTS = {"matmul", "mm", "bmm", "einsum", "__matmul__", "__rmatmul__", "tensordot"}
 
 
@@ -375,7 +383,9 @@ class _Recorder(TorchFunctionMode):
         if name == "__setitem__" and source is not None:  # t[i] = ...: t itself, changed
             tensors = (source,)
         for t in tensors:
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dim() >= 2:
+            if isinstance(t, torch.Tensor) and (
+                (t.is_floating_point() and t.dim() >= 2) or _is_index(t)
+            ):
                 copy = t.detach().to(torch.float32, copy=True)
                 lines = _learner_lines(self.stop)
                 record = Record(copy, name, *lines, family=family, parents=parents, dtype=t.dtype)

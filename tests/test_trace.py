@@ -63,12 +63,18 @@ def test_a_helper_of_the_learners_is_shown_with_its_call_and_errors_are_kept():
     assert isinstance(trace.error, RuntimeError) and trace.result is None
 
 
-def test_integer_tensors_and_scalars_are_not_recorded():
+def test_integer_index_tensors_are_recorded_with_their_dtype_and_scalars_are_not():
+    """Issue 37: a slip in `t = torch.arange(...)` or `idx = ... % g` must be found on its own
+    line, so integer tensors are recorded too (bool masks and scalars are not)."""
+
     def counts(x):
-        return torch.arange(5).view(1, 5), x.sum(), x.float() * 1.0
+        keep = torch.ones(3, dtype=torch.bool)
+        return torch.arange(5).view(1, 5), x.sum(), x.float() * 1.0, keep & keep
 
     trace = trace_call(counts, [torch.randn(3, 4)])
-    assert [r.op for r in trace.records] == ["float", "mul"]  # no arange, no sum
+    assert [r.op for r in trace.records] == ["arange", "view", "float", "mul"]  # no sum, no &
+    assert [r.dtype for r in trace.records] == [torch.int64] * 2 + [torch.float32] * 2
+    assert trace.records[1].parents == (0,)
 
 
 def test_a_warning_an_op_raises_is_shown_at_the_learners_line():
