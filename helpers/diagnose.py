@@ -37,11 +37,14 @@ with the numbers written in it that equal a size of the first.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import dis
 import functools
+import inspect
 import itertools
 import re
+import textwrap
 import time
 import traceback
 import types
@@ -112,6 +115,8 @@ class Finding:
     position: int = 0  # where its record stands in the code's order (see _position)
     hint: str = ""  # for an unknown difference: a hint worded for it (else the stage's)
     headline: str = ""  # what differs, in place of the stage's words and the detail
+    only: tuple[str, ...] = ()  # a mistake made in some of q, k and v only: those ("k",)
+    right: tuple[str, ...] = ()  # ... and those the learner made right ("q", "v")
 
 
 @dataclass
@@ -181,6 +186,8 @@ def _forms(t: torch.Tensor, kind: str) -> list[torch.Tensor]:
     q, k, v their transposes (kᵀ)."""
     if kind in ("out", "matrix"):
         return [t]
+    if kind == "stripe":  # 18's (B, h, queries), or one query's (B, h) in a loop over queries
+        return [t, *t.unbind(-1)]
     if t.dim() != 4:
         return [t, t.transpose(-2, -1)] if kind in ("tokens", "heads") else [t]
     b, h = t.shape[:2]
@@ -196,6 +203,12 @@ class _Found(dict):
     borrowed: set[str]
 
 
+def _is_index(record: Record) -> bool:
+    """Whether a record is an integer tensor (positions, heads to read): it can only stand for an
+    index stage, and a float one only for the others."""
+    return not record.dtype.is_floating_point
+
+
 def _related(a: str, b: str) -> bool:
     return a in DEPENDS.get(b, ()) or b in DEPENDS.get(a, ())
 
@@ -206,9 +219,10 @@ class _Hits:
 
     def __init__(self, records: list[Record]) -> None:
         self.records = records
-        self.by_shape: dict[tuple, list[int]] = {}
+        self.by_shape: dict[tuple, list[int]] = {}  # (index?, shape) -> records
         for i, record in enumerate(records[:-1]):
-            self.by_shape.setdefault(tuple(record.tensor.shape), []).append(i)
+            key = (_is_index(record), tuple(record.tensor.shape))
+            self.by_shape.setdefault(key, []).append(i)
         self.seen: dict[tuple, list[int]] = {}
 
     def __call__(self, name: str, value: torch.Tensor) -> list[int]:
@@ -227,7 +241,7 @@ class _Hits:
                 self.seen[key] = (last, last)
             else:
                 per_form = [
-                    [i for i in self.by_shape.get(tuple(form.shape), ())
+                    [i for i in self.by_shape.get((kind == "index", tuple(form.shape)), ())
                      if _same(self.records[i].tensor, form)]
                     for form in _forms(value, kind)
                 ]  # fmt: skip
@@ -304,6 +318,10 @@ def _reworked(run: _Run, stages: dict, found: _Found) -> bool:
     matched = None
     for name in changed:
         i = found[name]
+        if KINDS[name] == "index" and any(
+            i in r.parents and not _is_index(r) for r in records
+        ):  # fmt: skip
+            continue  # positions used as they are (t - n + 1 made from them is another stage)
         shape = records[i].tensor.shape
         views = {i} | {  # the same tensor rearranged (transposed) before the rework
             j for j, r in enumerate(records[:-1])
@@ -446,7 +464,8 @@ def _heads_hint(finding: Finding, run: _Run, outside: Iterable[str]) -> Finding:
         )
     else:
         hint = (
-            f"look at the number of heads on this line: the code cuts {count} heads, whatever "
+            f"look at the number of heads on this line: the code cuts {count} "
+            f"head{'' if count == '1' else 's'}, whatever "
             "num_heads says. Take the number of heads (and d_k) from the num_heads argument, not "
             "a number written in."
         )
@@ -504,6 +523,99 @@ def _scaled_elsewhere(run: _Run, stages: dict, found: _Found) -> bool:
     return False
 
 
+# stages made side by side (q, k and v, and their heads): a mistake may be made in some of them
+# and not in the others (only k cut without the transpose)
+_SIDE_BY_SIDE = ("q", "k", "v", "q_heads", "k_heads", "v_heads")
+
+
+def _right_stages(run: _Run) -> dict[str, torch.Tensor]:
+    """The stages the learner's own records match as they stand, every head of them (a loop's
+    records that match head 0 only say so for head 0), and that the code goes on with (not the
+    result of a masked_fill it throws away)."""
+    unused = _discarded(run.records)
+    read = {p for r in run.records if not _is_index(r) for p in r.parents}  # positions read
+    return {
+        name: run.stages[name]
+        for name, i in _own(run.found).items()
+        if name in run.stages and i not in unused and _every_head(run, name, i)
+        and (KINDS[name] != "index" or i in read)
+    }  # fmt: skip
+
+
+def _every_head(run: _Run, name: str, i: int) -> bool:
+    """Whether record i, matched to `name`, stands for all of it: the whole tensor, or one head's
+    slice in a loop whose passes make every head's slice, in order."""
+    value, mine = run.stages[name], run.records[i]
+    if value.dim() != 4 or value.shape[1] < 2 or mine.tensor.dim() != 3:
+        return True
+    per_head = value.unbind(1)
+    if mine.tensor.shape not in (per_head[0].shape, per_head[0].mT.shape):
+        return True  # all heads at once, (B·h, T, ·)
+    key = (mine.lineno, mine.op, mine.tensor.shape)
+    siblings = [r for r in run.records if (r.lineno, r.op, r.tensor.shape) == key]
+    index = next((n for n, r in enumerate(siblings) if r is mine), None)
+    h = len(per_head)
+    if index is None or len(siblings) % h:
+        return True  # the passes cannot be told apart: as before
+    per_pass = len(siblings) // h
+    if index >= per_pass:
+        return True
+    return all(
+        any(_same(siblings[index + k * per_pass].tensor, f) for f in (per_head[k], per_head[k].mT))
+        for k in range(h)
+    )
+
+
+def _kept_trial(run: _Run, mistakes: tuple[str, ...]):
+    """(stages, found, kept) for `mistakes` made where the learner's code departs, or None when
+    they would change a stage the learner's records match right (the evidence of that stage
+    beats a hypothesis that explains more: one head makes every cut equal the uncut tensor). A
+    mistake in q, k and v alike is kept out of those of them the learner made right (kept)."""
+    stages, found = run.trial(mistakes)
+    right = run.right
+    changed = [n for n, value in right.items() if n not in stages or not _same(stages[n], value)]
+    keep = {n: right[n] for n in changed if n in _SIDE_BY_SIDE}
+    if not changed or not keep:
+        return (stages, found, {}) if not changed else None
+    touched = [n for n in _SIDE_BY_SIDE if n in stages and n in run.stages and n not in keep
+               and not _same(stages[n], run.stages[n])]  # fmt: skip
+    stages, found = run.trial(mistakes, keep)
+    if any(n not in stages or not _same(stages[n], value) for n, value in right.items()):
+        return None  # it changes a later stage the learner's code makes right
+    return stages, found, {**keep, **dict.fromkeys(touched)}  # None: made with the mistake
+
+
+def _departure(run: _Run) -> str:
+    """The stage where the learner's values first differ: the first stage no own record vouches
+    for that the learner made a tensor in place of (else the output)."""
+    vouched = _vouched(_own(run.found), run.stages)
+    return next(
+        (n for n in run.stages if n not in vouched and _made_in_place(n, run)), "out"
+    )  # fmt: skip
+
+
+def _explains_departure(run: _Run, stages: dict, found: _Found) -> bool:
+    """Whether a trial's stages, with the mistake made, explain the stage where the learner's
+    values first differ in a run that departs: a learner's record then matches it, or a later
+    one vouches for it."""
+    if "out" in run.found:
+        return False
+    return "out" in found or run.departs in _vouched(_own(found), stages)
+
+
+def _partly(kept: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """For a mistake made in some of q, k and v only: (those it is made in, those the learner
+    made right), else ((), ())."""
+    held = {
+        n.removesuffix("_heads") for _, _, keep in kept for n, t in keep.items() if t is not None
+    }
+    if not held:
+        return (), ()
+    made = {n.removesuffix("_heads") for _, _, keep in kept for n, t in keep.items() if t is None}
+    order = ("q", "k", "v")
+    return tuple(n for n in order if n in made - held), tuple(n for n in order if n in held)
+
+
 def _made_right(name: str, runs: list[_Run], trials: list) -> bool:
     """Whether the learner made right the stage where mistake `name` is made (its HOME), which the
     mistake would change: a right W_QK is not built the wrong way round."""
@@ -551,6 +663,8 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
     changed = [n for n in after if n not in before or not _same(before[n], after[n])]
     home = HOME.get(name)
     if home in own and home in changed:
+        if home == "out" and name != "w_o_missing":  # `return out`: the line that made out
+            return home, _made_at_records(records)
         return home, records[own[home]]
     if name.startswith(WRONG_NUM_HEADS) and "out" in own:  # 03: the view that cuts, not return
         family = records[own["out"]].family
@@ -584,12 +698,17 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
         if name in stages:
             forms = _forms(stages[name], KINDS[name])
             owned.setdefault(records[i].family, set()).update(tuple(f.shape) for f in forms)
+    index = KINDS[stage] == "index"
     candidates = [i for i in range(start + 1, len(records) - 1)
                   if tuple(records[i].tensor.shape) in shapes and i not in taken
+                  and _is_index(records[i]) == index
                   and tuple(records[i].tensor.shape) not in owned.get(records[i].family, ())
                   ]  # fmt: skip
     if not candidates:
         return None
+    if index:  # the positions the code reads with, not a step on the way to them (t - n)
+        used = {p for r in records if not _is_index(r) for p in r.parents}
+        candidates = [i for i in candidates if i in used] or candidates
     ops = [records[i].op for i in candidates]
     if stage in ("scores", "masked"):  # the last one before the mask (scores) or the softmax
         ends = _BOUNDARY if stage == "scores" else ("softmax",)
@@ -691,9 +810,13 @@ class _Run:
         self.stages = stages_of()
         self.reference = dict(self.stages)  # the right stages, for saying what a tensor equals
         self.found = _match(self.stages, records, self.hits_of)
+        self.right: dict[str, torch.Tensor] = {}  # see _right_stages, for the current stages
+        self.departs = "out"  # see _departure
 
-    def trial(self, mistakes: tuple[str, ...]) -> tuple[dict, _Found]:
-        stages = self.stages_of(mistakes=mistakes, given=self.given)
+    def trial(self, mistakes: tuple[str, ...], keep: dict | None = None) -> tuple[dict, _Found]:
+        """The stages with `mistakes` made, and the learner's records matched to them; `keep`:
+        stages held at their current value (where the learner's code is right)."""
+        stages = self.stages_of(mistakes=mistakes, given={**self.given, **(keep or {})})
         return stages, _match(stages, self.records, self.hits_of)
 
 
@@ -710,32 +833,42 @@ def _explain(
         if not pending:
             break
         scored, current = [], sum(_progress(run.found, run.stages) for run in runs)
+        for run in runs:  # what the learner's code makes right, and where it first departs
+            run.right, run.departs = _right_stages(run), _departure(run)
         for name in candidates:
             if name in made:
                 continue
             try:
-                trials = [run.trial((*made, name)) for run in runs]
-            except RuntimeError:  # a mistake that cannot happen with these shapes
+                kept = [_kept_trial(run, (*made, name)) for run in runs]
+            except (RuntimeError, ValueError, IndexError):  # cannot happen with these shapes
                 continue
+            if None in kept:  # it would change a stage the learner's code makes right
+                continue
+            trials = [(stages, found) for stages, found, _ in kept]
+            if not any(_explains_departure(run, *t) for run, t in zip(runs, trials)):
+                continue  # it explains no stage where the learner's values first differ
             if any(_reworked(run, *t) for run, t in zip(runs, trials)):
                 continue  # the learner did more to that tensor: the mistake does not explain it
-            if _contradicted(name, runs) or _made_right(name, runs, trials):
+            if _contradicted(name, runs):
                 continue
             if name in _SCALING and any(_scaled_elsewhere(run, *t) for run, t in zip(runs, trials)):
                 continue  # the learner scales q, k or W_QK: "the scores are divided by" is not it
             score = sum(_progress(found, stages) for stages, found in trials)
             if score > current:
-                scored.append((score, name, trials))
+                scored.append((score, name, kept))
         if scored:  # the mistake that explains most; of equals, the one made earliest in the code
             top = max(score for score, _, _ in scored)
             options = []
-            for _, name, trials in (option for option in scored if option[0] == top):
+            for _, name, kept in (option for option in scored if option[0] == top):
                 places = [
-                    _where_named(name, run.stages, *t, run.records) for run, t in zip(runs, trials)
+                    _where_named(name, run.stages, stages, found, run.records)
+                    for run, (stages, found, _) in zip(runs, kept)
                 ]
                 stage, record = next((p for p in places if p[1] is not None), places[-1])
-                options.append((_position(record, runs), name, stage, record, trials))
-            position, name, stage, record, trials = min(options, key=lambda o: o[0])
+                options.append((_position(record, runs), name, stage, record, kept))
+            position, name, stage, record, kept = min(options, key=lambda o: o[0])
+            trials = [(stages, found) for stages, found, _ in kept]
+            only, right = _partly(kept)
             hint = ""
             unused = _unused_mask(runs) if name == "mask_ignored" else None
             if unused is not None:  # the mask is there, but its result is thrown away
@@ -746,10 +879,13 @@ def _explain(
                     "throws the result away, so the scores that go on from here are still "
                     "unmasked."
                 )
-            findings.append(Finding(name, stage, record, position=position, hint=hint))
+            findings.append(
+                Finding(name, stage, record, position=position, hint=hint, only=only, right=right)
+            )
             made.append(name)
-            for run, (stages, found) in zip(runs, trials):
+            for run, (stages, found, keep) in zip(runs, kept):
                 run.stages, run.found = stages, found
+                run.given.update({n: t for n, t in keep.items() if t is not None})  # made right
             continue
         # a departure no known mistake explains: report it once (from the first run that shows
         # it) and go on from the learner's own tensor in every run that departs there
@@ -847,8 +983,13 @@ def _same_line(j: int, stage: str, run: _Run) -> bool:
 def _made_at(run: _Run) -> Record:
     """The returned value's record, placed on the line that made its numbers (`out = w @ v`
     before `return out`), when that line is in the function checked."""
-    final = run.records[-1]
-    made = [r for r in run.records[:-1] if r.family == final.family and r.lineno is not None
+    return _made_at_records(run.records)
+
+
+def _made_at_records(records: list[Record]) -> Record:
+    """_made_at, from the records alone."""
+    final = records[-1]
+    made = [r for r in records[:-1] if r.family == final.family and r.lineno is not None
             and r.caller is None and r.tensor.shape == final.tensor.shape
             and _same(r.tensor, final.tensor)]  # fmt: skip
     if final.caller is not None or not made:
@@ -1077,8 +1218,8 @@ def _changed_input(stage: str, run: _Run) -> tuple[str, int] | None:
 def _changed_in(earlier: str, stage: str, run: _Run) -> int | None:
     """The learner's first tensor made from the right `earlier` that is no longer right, before
     `stage`'s own (see _changed_input), or None."""
-    if earlier not in run.found or earlier not in run.stages:
-        return None
+    if earlier not in run.found or earlier not in run.stages or KINDS[earlier] == "index":
+        return None  # positions are worked on (t - n + 1 from t - n) before they are read
     end = _role(stage, run.stages, run.found, run.records)
     end = len(run.records) - 1 if end is None else end
     other = {j for name, value in run.stages.items() for j in run.hits_of(name, value)}
@@ -1093,6 +1234,7 @@ def _changed_in(earlier: str, stage: str, run: _Run) -> int | None:
         (
             j for j in range(run.found[earlier] + 1, end)
             if tuple(run.records[j].tensor.shape) in shapes and j not in right
+            and _is_index(run.records[j]) == (kind == "index")
             and any(run.records[p].family == family for p in run.records[j].parents)
             and not (stage == "merged" and _op(run.records[j]) in _JOINS)  # the merge itself
         ),
@@ -1144,6 +1286,12 @@ STAGE_HINTS: dict[str, str] = {
     "out": "look at this line: what is left to do once the heads are merged?",
     "w_qk": "look at the product on this line: which matrices, in which order?",
     "xw": "look at the product on this line, and the order of its factors.",
+    "query_index": "look at the positions this line makes: which queries have an earlier "
+    "occurrence of their token?",
+    "key_index": "look at the positions this line makes: which key does query t read?",
+    "stripe": "look at which entries of the maps this line reads: which query, and which key "
+    "for each?",
+    "kv_index": "look at the heads this line makes: which K/V head should query head i read?",
 }
 
 
@@ -1192,7 +1340,9 @@ def _entry(
     at that stage), `words_of` a stage's words."""
     words_of = {**STAGE_WORDS, **words_of}
     if finding.mistake:
-        what, hint = describe(finding.mistake, words_of.get("cut", "q, k and v"))
+        what, hint = describe(
+            finding.mistake, words_of.get("cut", "q, k and v"), finding.only, finding.right
+        )
         generic = WRONG_NUM_HEADS if finding.mistake.startswith(WRONG_NUM_HEADS) else ""
         hint = finding.hint or hints.get(finding.mistake, hints.get(generic, hint))
         head = f"{finding.mistake}: {what}."
@@ -1562,7 +1712,10 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
     if len(got) == 4:
         return " It still has a head dim: merge the heads back into d_model features."
     if len(got) == 3 and got[:2] == expected[:2] and got[2] * HEADS == expected[2]:
-        return " That is one head's width: concatenate all the heads' outputs."
+        return (
+            " That is one head's width, d_k: the output has d_model features, made from every "
+            "head's output through W^O."
+        )  # true of heads concatenated and of per-head W^O slices summed (issue 37)
     return ""
 
 
@@ -1769,7 +1922,8 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             return _verdict(False, message, echo, note=note)
         if out.shape != expected.shape:
             message = (
-                f"✗ Wrong shape {label}: expected (B, T, d_model) = {tuple(expected.shape)}, got "
+                f"✗ Wrong shape{f' {label}' if len(runs) > 1 else ''}: expected (B, T, d_model) "
+                f"= {tuple(expected.shape)}, got "
                 f"{tuple(out.shape)}.{_shape_hint(tuple(out.shape), tuple(expected.shape))}"
             )
             return _verdict(False, message, echo, note=note)
@@ -2157,6 +2311,7 @@ def _numbers_in(fn: Callable, name: str) -> str:
         meaning.setdefault(value, []).append(key)
     if "d_k" in sizes and name != "split_heads":  # the scale's √d_k
         meaning.setdefault(sizes["d_k"] ** 0.5, []).append("√d_k")
+    skip = _not_sizes(fn)
     found, todo = [], [code]
     while todo:
         current = todo.pop(0)
@@ -2166,10 +2321,46 @@ def _numbers_in(fn: Callable, name: str) -> str:
                 at = ins.positions
                 where = (at.lineno or 0, at.col_offset or 0) if at else (0, 0)
                 found += [(where, v) for v in values if isinstance(v, int | float)
-                          and not isinstance(v, bool) and v in meaning]  # fmt: skip
+                          and not isinstance(v, bool) and v in meaning
+                          and where not in skip]  # fmt: skip
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
     numbers = list(dict.fromkeys(v for _, v in sorted(found, key=lambda item: item[0])))
     return ", ".join(f"{n:g} ({', '.join(meaning[n])})" for n in numbers)
+
+
+# calls whose numbers are dims, not sizes: transpose(1, 2), softmax(-1), mean(dim=(0, 2))
+_DIM_CALLS = {
+    "transpose", "permute", "swapaxes", "swapdims", "movedim", "moveaxis", "softmax",
+    "log_softmax", "sum", "mean", "amax", "max", "cat", "concat", "stack", "unsqueeze",
+    "squeeze", "flatten", "diagonal", "unbind", "size", "argmax", "norm", "flip", "roll",
+}  # fmt: skip
+
+
+def _not_sizes(fn: Callable) -> set[tuple[int, int]]:
+    """(line, column) of the numbers in fn's source that stand for no size: a dim given to
+    transpose, softmax, mean, ... (or as dim=), and a factor beside a name (the 2 of 2 * n).
+    Empty when the source cannot be read."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return set()
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return set()
+    dims: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if name in _DIM_CALLS:
+                dims += node.args[1:] if isinstance(node.func, ast.Name) else node.args
+            dims += [k.value for k in node.keywords if k.arg and k.arg.startswith(("dim", "ax"))]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            sides = (node.left, node.right)
+            if any(not isinstance(side, ast.Constant) for side in sides):
+                dims += [side for side in sides if isinstance(side, ast.Constant)]
+    return {(node.lineno + start - 1, node.col_offset + indent) for node in dims}
 
 
 def _at_second_sizes(name: str, fn: Callable, problem: str) -> str:

@@ -19,6 +19,7 @@ x @ w.T; masks boolean, True = may attend.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 
 import torch
@@ -266,8 +267,11 @@ HOME: dict[str, str] = {
     "heads_merged_without_transpose": "merged",
     **dict.fromkeys(("w_o_missing", "w_o_transposed", "residual_added", "softmax_applied"), "out"),
     "w_qk_reversed": "w_qk",
-    **dict.fromkeys(INDUCTION_MISTAKES, "out"),
-    "kv_tiled": "k_heads",
+    # 18's: the line that makes the positions read, when the code makes them as a tensor
+    **dict.fromkeys(("induction_on_the_twin", "induction_on_the_previous_token"), "key_index"),
+    "induction_with_a_first_half_query": "query_index",
+    "induction_summed": "out",
+    "kv_tiled": "kv_index",  # idx = torch.arange(h) % g; else the first block it makes
     "causal_mask_added": "masked",
 }
 
@@ -276,18 +280,55 @@ HOME: dict[str, str] = {
 WRONG_NUM_HEADS = "num_heads_"
 
 
-def describe(name: str, cut: str = "q, k and v") -> tuple[str, str]:
-    """(what it looks like, hint) for a catalogued mistake or a slip; `cut` says what a wrong
-    number of heads cuts ("q, k and v", or "t is" in 05's exercise)."""
+def describe(
+    name: str, cut: str = "q, k and v", only: tuple[str, ...] = (), right: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(what it looks like, hint) for a catalogued mistake or a slip; `cut` says what is cut into
+    heads ("q, k and v", or "t is" in 05's exercise); `only`: the ones of q, k and v a mistake
+    made in all of them alike is made in, and `right` the ones the learner made right (("k",),
+    ("q", "v"): only k is cut wrong)."""
+    if only:
+        cut = _listed(only) + (" is" if len(only) == 1 else " are")
+    subject = cut.removesuffix(" is").removesuffix(" are")
+    verb = cut if cut.endswith((" is", " are")) else f"{cut} are"
     if name.startswith(WRONG_NUM_HEADS):
         count = name.removeprefix(WRONG_NUM_HEADS)
-        are = "" if cut.endswith((" is", " are")) else " are"
-        return (
-            f"{cut}{are} cut into {count} heads, not into the num_heads the function is given",
+        heads = "head" if count == "1" else "heads"
+        what, hint = (
+            f"{verb} cut into {count} {heads}, not into the num_heads the function is given",
             "look at the number of heads on this line: use the num_heads argument, not a number "
             "or an h left over from another cell.",
         )
-    return MISTAKES[name] if name in MISTAKES else SLIPS[name]
+    else:
+        what, hint = MISTAKES[name] if name in MISTAKES else SLIPS[name]
+    what = what.replace("q, k and v are", verb)
+    hint = hint.replace("cut q, k, v", f"cut {subject}")
+    if only:
+        weights = [f"w_{n}" for n in only]
+        what = what.replace(
+            "w_q, w_k and w_v are", _listed(weights) + (" is" if len(weights) == 1 else " are")
+        )
+        one = len(weights) == 1
+        hint = hint.replace("w_q, w_k and w_v: they are", f"{_listed(weights)}: it is" if one
+                            else f"{_listed(weights)}: they are")  # fmt: skip
+        hint = hint.replace("w_q, w_k and w_v", _listed(weights))
+        what = what.replace("the weights' out_features", "the weight's out_features" if one
+                            else "the weights' out_features")  # fmt: skip
+        if one:
+            what = what.replace("not their in_features", "not its in_features")
+        if only == ("v",):
+            hint = hint.replace("one key block", "one value block")
+        if not re.search(rf"\b({subject}|{_listed(weights)})\b", what):
+            what = f"in {subject}: {what}"
+        if right:
+            what += f" ({_listed(right)} {'is' if len(right) == 1 else 'are'} made right)"
+    return what, hint
+
+
+def _listed(names) -> str:
+    """'q', 'k and v', 'q, k and v'."""
+    names = list(names)
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
 
 
 # what each stage is, for a learner: "your {words} differ from the reference's"
@@ -306,20 +347,25 @@ STAGE_WORDS: dict[str, str] = {
     "out": "output",
     "w_qk": "W_QK",
     "xw": "x·W_QK",
+    "query_index": "queries read (their positions)",
+    "key_index": "keys read (one position per query)",
+    "stripe": "weights read from the maps (one per head and query)",
+    "kv_index": "K/V heads read (one per query head)",
 }
 
 # which earlier stages each stage is computed from: a matched stage vouches for these
 DEPENDS: dict[str, tuple[str, ...]] = {
     "q_heads": ("q",),
-    "k_heads": ("k",),
-    "v_heads": ("v",),
+    "k_heads": ("k", "kv_index"),
+    "v_heads": ("v", "kv_index"),
     "scores": ("q_heads", "k_heads", "q", "k", "xw"),
     "masked": ("scores",),
     "weights": ("masked", "scores"),
     "heads": ("weights", "v_heads"),
     "merged": ("heads",),
-    "out": ("merged", "weights", "scores", "heads", "q_heads"),
+    "out": ("merged", "weights", "scores", "heads", "q_heads", "stripe"),
     "xw": ("w_qk",),
+    "stripe": ("query_index", "key_index"),
 }
 
 # how the stages are laid out: which other layouts of the same numbers a learner may make
@@ -329,6 +375,8 @@ KINDS: dict[str, str] = {
     **dict.fromkeys(("scores", "masked", "weights"), "maps"),  # (B, h, T, T)
     "out": "out",  # the returned value, exactly
     "w_qk": "matrix",
+    **dict.fromkeys(("query_index", "key_index", "kv_index"), "index"),  # integer positions
+    "stripe": "stripe",  # (B, h, queries)
 }
 
 _SPLITS = ("heads_split_without_transpose", "heads_split_interleaved")
@@ -512,12 +560,14 @@ def induction_stages(
     T = maps.size(-1)
     n = T // 2
     if "induction_on_the_previous_token" in m:  # the previous-token score, every query
-        queries = torch.arange(1, T)
-        stripe = maps[:, :, queries, queries - 1]
+        start, end, back = 1, T, 1
     else:
-        back = n if "induction_on_the_twin" in m else n - 1
-        queries = torch.arange(n - 1 if "induction_with_a_first_half_query" in m else n, 2 * n)
-        stripe = maps[:, :, queries, queries - back]  # (B, h, queries)
+        start = n - 1 if "induction_with_a_first_half_query" in m else n
+        end, back = 2 * n, n if "induction_on_the_twin" in m else n - 1
+    # the positions read, as code that indexes the maps makes them (torch.arange(n, 2 * n))
+    queries = s.put("query_index", lambda: torch.arange(start, end))
+    keys = s.put("key_index", lambda: queries - back)
+    stripe = s.put("stripe", lambda: maps[:, :, queries.long(), keys.long()])  # (B, h, queries)
 
     def out() -> torch.Tensor:
         return stripe.sum(dim=(0, 2)) if "induction_summed" in m else stripe.mean(dim=(0, 2))
@@ -540,10 +590,12 @@ def shared_kv_stages(
     s = _Stages(given)
     h, g, d_k = q.size(1), k.size(1), q.size(-1)
 
+    # query head i reads K/V head i // (h / g) (i mod g when tiled), as an index tensor
+    heads = s.put("kv_index", lambda: torch.arange(h) % g if "kv_tiled" in m else
+                  torch.arange(h) // (h // g))  # fmt: skip
+
     def expand(t: torch.Tensor) -> torch.Tensor:
-        if "kv_tiled" in m:
-            return t.repeat(1, h // g, 1, 1)
-        return t.repeat_interleave(h // g, dim=1)
+        return t[:, heads.long()]
 
     k_heads = s.put("k_heads", lambda: expand(k))
     v_heads = s.put("v_heads", lambda: expand(v))

@@ -463,9 +463,10 @@ def test_exercises():
     wrong = check_exercise(split_wrong, "split_heads", echo=False)
     assert wrong.mistake == "heads_split_without_transpose"
     assert wrong.message.startswith(
-        "✗ This looks like a known mistake (heads_split_without_transpose): q, k and v are cut "
-        "into heads with a view"
-    )
+        "✗ This looks like a known mistake (heads_split_without_transpose): t is cut into heads "
+        "with a view"
+    )  # 05's exercise cuts t: no q, k or v in its words (issue 37)
+    assert "q, k" not in wrong.message and "look at how you cut t into heads" in wrong.message
     assert "`return t.view(B, num_heads, T, d // num_heads)`" in wrong.message
     interleaved = check_exercise(split_interleaved, "split_heads", echo=False)
     assert interleaved.mistake == "heads_split_interleaved"
@@ -1331,3 +1332,124 @@ def test_no_catalogued_hint_or_check_hint_hands_over_the_fix_as_code():
         texts.append(str(err.value))
     for text in texts:
         assert fix_as_code(text) == [], text
+
+
+# --- issue 37: a checker that invents nothing -------------------------------------------------
+
+
+def _check_37(fn):
+    """Run the check a function's name asks for (fused_, masked_, loop_, shared_kv_, ...)."""
+    name = fn.__name__
+    if name.startswith("fused_"):
+        return diagnose(fn, echo=False, mask=False)
+    if name.startswith("masked_"):
+        return diagnose(fn, echo=False)
+    if name.startswith("loop_"):
+        return diagnose(fn, echo=False, per_head=True)
+    for prefix, exercise in (("shared_kv_", "shared_kv"), ("induction_", "induction_score"),
+                             ("cross_", "cross_attention")):  # fmt: skip
+        if name.startswith(prefix):
+            return check_exercise(fn, exercise, echo=False)
+    raise ValueError(name)
+
+
+@pytest.mark.parametrize(
+    ("fn", "named", "says"),
+    [
+        (
+            learner_code.fused_only_k_cut_without_transpose,
+            "heads_split_without_transpose",
+            "k is cut into heads with a view to (B, h, T, d_k) directly",
+        ),
+        (
+            learner_code.fused_only_q_cut_without_transpose,
+            "heads_split_without_transpose",
+            "q is cut into heads",
+        ),
+        (
+            learner_code.masked_k_and_v_cut_without_transpose,
+            "heads_split_without_transpose",
+            "k and v are cut into heads",
+        ),
+        (
+            learner_code.masked_only_q_cut_wrong,
+            "heads_split_without_transpose",
+            "(k and v are made right)",
+        ),
+        (
+            learner_code.cross_k_cut_without_transpose,
+            "heads_split_without_transpose",
+            "look at how you cut k into heads",
+        ),
+        (learner_code.fused_only_v_interleaved, "heads_split_interleaved", "in v: each head"),
+        (
+            learner_code.fused_only_k_w_not_transposed,
+            "weights_transposed",
+            "w_k is used the wrong way round",
+        ),
+        (learner_code.shared_kv_only_k_tiled, "kv_tiled", "in k: query head i reads"),
+        (learner_code.shared_kv_only_v_tiled, "kv_tiled", "one value block"),
+        (learner_code.shared_kv_loop_i_mod_g, "kv_tiled", "K/V head i mod g"),
+        (learner_code.shared_kv_index_mod_g, "kv_tiled", "K/V head i mod g"),
+        (learner_code.induction_arange_twin, "induction_on_the_twin", "key t − n"),
+        (learner_code.induction_arange_start, "induction_with_a_first_half_query", "n − 1"),
+        (learner_code.induction_diagonal, "induction_on_the_twin", "key t − n"),
+        (learner_code.induction_loop_twin, "induction_on_the_twin", "key t − n"),
+        (learner_code.induction_diagonal_prev, "induction_on_the_previous_token", "t − 1"),
+        (learner_code.induction_arange_prev, "induction_on_the_previous_token", "t − 1"),
+        (learner_code.induction_keys_offset_2, None, "matches no known mistake"),
+        (learner_code.loop_sum_w_o_rows, "w_o_transposed", "W^O is used the wrong way round"),
+    ],  # fmt: skip
+    ids=lambda value: value.__name__ if callable(value) else "",
+)
+def test_37_one_finding_on_the_line_that_makes_the_slip_and_nothing_invented(fn, named, says):
+    """A slip in some of q, k and v is named for those alone, never as "cut into 1 heads" on the
+    right q line (one head makes every cut equal the uncut tensor); no second finding blames a
+    right line; `i % g` is kv_tiled; a slip in integer positions (arange, idx % g, a diagonal's
+    offset) is found on the line that makes them, not on the mean after it."""
+    result = _check_37(fn)
+    assert result.mistakes == (named,), result.message
+    assert lines_in(result.message) == marked_lines(fn), result.message
+    assert_says(result.message, says=(says,), never=("1 heads", "num_heads_1", "q, k and v"))
+
+
+def test_37_03_per_head_w_o_slices_summed_without_w_o_speak_of_03():
+    """03 has no mask, and a sum of per-head W^O slices is a right design: a head's width in the
+    output is not "concatenate the heads"."""
+
+    def my_attention(x, w_q, w_k, w_v, w_o):
+        d_k = w_q[0].shape[0]
+        total = 0
+        for wq, wk, wv in zip(w_q, w_k, w_v):
+            q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
+            total = total + torch.softmax(q @ k.mT / math.sqrt(d_k), -1) @ v
+        return total
+
+    def summed(x, w_q, w_k, w_v, w_o):
+        d_k = w_q[0].shape[0]
+        total = 0
+        for i, (wq, wk, wv) in enumerate(zip(w_q, w_k, w_v)):
+            q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
+            head = torch.softmax(q @ k.mT / math.sqrt(d_k), -1) @ v
+            total = total + head @ w_o[:, i * d_k : (i + 1) * d_k].T
+        return total
+
+    assert diagnose(summed, echo=False, per_head=True).ok
+    message = diagnose(my_attention, echo=False, per_head=True).message
+    assert message.startswith(
+        "✗ Wrong shape: expected (B, T, d_model) = (2, 5, 12), got (2, 5, 4)."
+    )
+    assert_says(message, says=("through W^O",), never=("mask", "concatenate"))
+
+
+def test_37_numbers_written_in_count_sizes_not_dims_or_factors():
+    """'Numbers written in your code' lists the numbers that stand for a size: not transpose's
+    dims, not the 2 of 2 * n."""
+
+    def hard_n(maps):
+        n = 5
+        t = torch.arange(n, 2 * n)
+        return maps[:, :, t, t - n + 1].transpose(0, 1).mean(dim=(1, 2))
+
+    message = check_exercise(hard_n, "induction_score", echo=False).message
+    assert "equal a size of the first check: 5 (n)." in message, message

@@ -57,7 +57,13 @@ def test_18_each_mistake_is_named_with_its_line(mistake):
     what, hint = SLIPS[mistake]
     head, where, hint_line = result.message.split("\n")
     assert head == f"✗ This looks like a known mistake ({mistake}): {what}."
-    assert where.startswith("  Where: line ") and "return" in where
+    # the line that makes the positions read (issue 37), or that reduces them (summed)
+    made_on = {
+        "induction_on_the_twin": "keys = {",
+        "induction_on_the_previous_token": "keys = t - 1",
+        "induction_with_a_first_half_query": "maps.diagonal(offset=1 - n",
+    }.get(mistake, "return")
+    assert where.startswith("  Where: line ") and made_on in where, where
     assert hint_line == f"  Hint: {hint}"
 
 
@@ -69,7 +75,7 @@ def test_18_an_unknown_departure_points_at_the_line_without_naming_a_mistake():
 
     result = check_exercise(three_back, "induction_score", echo=False)
     assert not result.ok and result.mistakes == (None,)  # a departure, unnamed
-    assert result.message.startswith("✗ Your induction scores (one per head) differ from")
+    assert result.message.startswith("✗ Your keys read (one position per query) differ from")
     assert "matches no known mistake" in result.message and "t - n + 2" in result.message
 
 
