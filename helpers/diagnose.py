@@ -616,17 +616,6 @@ def _partly(kept: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(n for n in order if n in made - held), tuple(n for n in order if n in held)
 
 
-def _made_right(name: str, runs: list[_Run], trials: list) -> bool:
-    """Whether the learner made right the stage where mistake `name` is made (its HOME), which the
-    mistake would change: a right W_QK is not built the wrong way round."""
-    home = HOME.get(name)
-    for run, (stages, _) in zip(runs, trials):
-        own = _own(run.found)
-        if home in own and home in stages and not _same(stages[home], run.stages[home]):
-            return True
-    return False
-
-
 def _discarded(records: list[Record]) -> set[int]:
     """The records that nothing uses: no op takes them and they are not returned (the result of
     scores.masked_fill(...) not assigned)."""
