@@ -1,0 +1,1 @@
+"use strict";(self.webpackChunkmha_course_rise_widgets=self.webpackChunkmha_course_rise_widgets||[]).push([[237],{237(e,s,t){t.r(s);const a={id:"mha-course-rise-widgets:console",description:"Offers @jupyterlab/console to RISE so that the widget manager loads there.",autoStart:!0,optional:[t(261).IConsoleTracker],activate:()=>{}};t.d(s,["default",0,a])}}]);
