@@ -1120,7 +1120,11 @@ function leave(v) {
 }
 
 // Arrow keys on the panel's own controls (01's query buttons, a slider's handle) must not reach
-// JupyterLab either: they would move the notebook to another cell.
+// JupyterLab either: they would move the notebook to another cell. JupyterLab reads keys as they
+// bubble up, so stopping them at the panel is enough there. RISE's slideshow page reads them on
+// the way down, before the panel sees them, and would change slides: from the window, before it,
+// such a key is marked as handled (preventDefault), which its shortcuts skip and the control
+// under it still gets. Not in a text box, where the keys move the caret.
 function guardPanelKeys(v) {
   const panel = v.el.closest(".course-panel");
   if (!panel || panel.dataset.keysGuarded) return;
@@ -1128,6 +1132,12 @@ function guardPanelKeys(v) {
   panel.addEventListener("keydown", (event) => {
     if (MOVES.includes(event.key)) event.stopPropagation();
   });
+  const beforeTheApp = (event) => {
+    if (!panel.isConnected) return window.removeEventListener("keydown", beforeTheApp, true);
+    const typing = event.target.closest && event.target.closest("input, textarea, [contenteditable]");
+    if (MOVES.includes(event.key) && panel.contains(event.target) && !typing) event.preventDefault();
+  };
+  window.addEventListener("keydown", beforeTheApp, true);
 }
 
 // Events: the mouse, the keyboard, the model's traits and messages, size and zoom. Returns the clean-up.
