@@ -133,14 +133,15 @@ claim("01", r"row 3 of q = q_3", generic="nn.Linear acts on each row alone, for 
 
 
 class _TwiceHead(SelfAttention):
-    """A head whose forward applies a second matrix after W^Q."""
+    """A head whose forward applies a second matrix after W^Q (after="q") or W^V (after="v")."""
 
-    def __init__(self, d_model: int, d_k: int):
+    def __init__(self, d_model: int, d_k: int, after: str = "q"):
         super().__init__(d_model, d_k)
-        self.extra = nn.Linear(d_k, d_k, bias=False)
+        self.after, self.extra = after, nn.Linear(d_k, d_k, bias=False)
 
     def forward(self, x, mask=None):
-        q, k, v = self.extra(self.w_q(x)), self.w_k(x), self.w_v(x)
+        q, k, v = self.w_q(x), self.w_k(x), self.w_v(x)
+        q, v = (self.extra(q), v) if self.after == "q" else (q, self.extra(v))
         weights = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1)
         return weights @ v, weights
 
@@ -200,6 +201,16 @@ def _fused_q_swapped():
         checks.check_close(fused(x)[0], per_head(x)[0], "out: fused = per-head")
 
 
+_wide = claim("04", r"parameters = 4·h·d_k·d_model")
+
+
+@site_wrong(_wide, "wide heads whose W^O was left square (d_model inputs, not h·d_k)")
+def _wide_square_w_o():
+    wide = PerHeadMultiHeadAttention(16, 4, d_k=8)
+    wide.w_o = nn.Linear(16, 16, bias=False)
+    claims.check_parameter_count(wide, tied=False)
+
+
 # --- 06: gradients and optimizers ----------------------------------------------------------
 
 _no_grad = claim(
@@ -216,23 +227,100 @@ def _q_bias_gradient():
     checks.check_close(module.w_q.bias.grad, torch.zeros(16), "W^Q's bias", atol=1e-6)
 
 
+def _trained(optimizer_class) -> tuple[nn.Module, nn.Module, torch.Tensor]:
+    """A per-head module with biases and its fused copy after the same 5 steps of
+    `optimizer_class` each, and their input x."""
+    torch.manual_seed(0)
+    per_head = PerHeadMultiHeadAttention(16, 2, bias=True)
+    fused = fuse(per_head)
+    x, target = _x(), _x(seed=1)
+    for module in (per_head, fused):
+        opt = optimizer_class(module.parameters(), lr=1e-2)
+        for _ in range(5):
+            opt.zero_grad()
+            (module(x)[0] - target).square().mean().backward()
+            opt.step()
+    return per_head, fused, x
+
+
 _adam = claim("06", r"after 5 Adam steps: all")
 
 
 @site_wrong(_adam, "Adafactor in place of Adam (its step depends on each matrix's shape)")
 def _adafactor():
-    torch.manual_seed(0)
-    per_head = PerHeadMultiHeadAttention(16, 4)
-    fused = fuse(per_head)
-    x, target = _x(), _x(seed=1)
-    opts = [(m, torch.optim.Adafactor(m.parameters(), lr=1e-2)) for m in (per_head, fused)]
-    for _ in range(5):
-        for module, opt in opts:
-            opt.zero_grad()
-            (module(x)[0] - target).square().mean().backward()
-            opt.step()
+    per_head, fused, _ = _trained(torch.optim.Adafactor)
+    params, expected = dict(fused.named_parameters()), dict(fuse(per_head).named_parameters())
+    del params["w_k.bias"], expected["w_k.bias"]  # no gradient, as in the cell
+    checks.check_close_all(params, expected, "the other parameters after 5 Adafactor steps")
+
+
+_adam_out = claim("06", r"^✓ outputs after 5 Adam steps")
+
+
+@site_wrong(_adam_out, "the pair trained with Adafactor in place of Adam")
+def _adafactor_out():
+    per_head, fused, x = _trained(torch.optim.Adafactor)
     with torch.no_grad():
-        checks.check_close(fused(x)[0], per_head(x)[0], "outputs after 5 Adafactor steps")
+        checks.check_close(per_head(x)[0], fused(x)[0], "outputs after 5 Adafactor steps")
+
+
+_adafactor_differ = claim("06", r"after 5 Adafactor steps differ")
+
+
+@site_wrong(_adafactor_differ, "the pair trained with Adam in place of Adafactor (gap ~1e-7)")
+def _adam_differ():
+    per_head, fused, x = _trained(torch.optim.Adam)
+    with torch.no_grad():
+        claims.check_outputs_differ(per_head(x)[0], fused(x)[0], "after 5 Adam steps", 1e-3)
+
+
+# --- 07: dropout ---------------------------------------------------------------------------
+
+
+def _dropout_maps(n: int, rescale: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """The eval maps and n training draws of the same weights with dropout p = 0.2; with
+    rescale=False, a dropout that zeroes weights but does not divide the rest by 1 − p."""
+    plain, x = seeded_attention(16, 4), _x(T=7)
+    drop = FusedMultiHeadAttention(16, 4, dropout=0.2)
+    drop.load_state_dict(plain.state_dict())
+    torch.manual_seed(0)
+    with torch.no_grad():
+        draws = torch.stack([drop.train()(x)[1] for _ in range(n)])  # (n, B, h, T, T)
+        return plain(x)[1], draws if rescale else draws * 0.8
+
+
+_kept = claim("07", r"kept = eval weights / \(1 − p\)")
+
+
+@site_wrong(_kept, "a dropout that zeroes weights but does not divide the rest by 1 − p")
+def _kept_not_rescaled():
+    eval_weights, draws = _dropout_maps(1, rescale=False)
+    kept = draws[0] != 0
+    checks.check_close(draws[0][kept], eval_weights[kept] / 0.8, "kept = eval weights / (1 − p)")
+
+
+_average = claim("07", r"the average of \d+ draws = eval weights")
+
+
+@site_wrong(_average, "draws of a dropout that does not divide by 1 − p: their average shrinks")
+def _average_not_rescaled():
+    eval_weights, draws = _dropout_maps(500, rescale=False)
+    checks.check_close(draws.mean(0), eval_weights, "the average = eval weights", atol=0.03)
+
+
+_eval_out = claim("07", r"eval mode: out = nn.MultiheadAttention")
+
+
+@site_wrong(_eval_out, "the dropout module left in training mode")
+def _eval_left_training():
+    from helpers.layouts import to_torch
+
+    x, drop = _x(T=7), FusedMultiHeadAttention(16, 4, dropout=0.2)
+    drop.load_state_dict(seeded_attention(16, 4).state_dict())
+    reference = to_torch(drop).eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        checks.check_close(drop.train()(x)[0], reference(x, x, x)[0], "eval mode: out")
 
 
 # --- 10: RoPE ------------------------------------------------------------------------------
@@ -257,6 +345,49 @@ def _rope_maps_added():
         return mha(x + sinusoidal_positions(start + 7, 16)[start:])[1][0].detach()
 
     checks.check_close(maps(5), maps(0), "RoPE: the maps at positions 5 … 11 = at 0 … 6")
+
+
+def _rope_module() -> FusedMultiHeadAttention:
+    rope = FusedMultiHeadAttention(16, 4, rope=True)
+    rope.load_state_dict(seeded_attention(16, 4).state_dict())  # the same matrices, with RoPE
+    return rope
+
+
+_rope_own_maps = claim("10", r"rope_maps\(0\) = the rope=True module's maps")
+
+
+@site_wrong(_rope_own_maps, "maps computed without the turn (the plain module's maps)")
+def _rope_maps_unturned():
+    x = _x(T=7)
+    with torch.no_grad():
+        checks.check_close(seeded_attention(16, 4)(x)[1], _rope_module()(x)[1], "rope_maps(0)")
+
+
+_rope_seen = claim("10", r"^✓ RoPE: tokens permuted")
+
+
+@site_wrong(_rope_seen, "a RoPE module whose rotation turns nothing (apply_rope = the identity)")
+def _rope_no_turn():
+    from unittest import mock
+
+    rope = _rope_module()
+    with mock.patch("helpers.attention.apply_rope", lambda t, *args, **kwargs: t):
+        claims.check_order_seen(rope, _x(T=7), torch.arange(6, -1, -1), "RoPE")
+
+
+_added_differ = claim("10", r"added positions: the maps at 5 … 11 and at 0 … 6")
+
+
+@site_wrong(_added_differ, "RoPE's maps in place of the added positions' (they do not move)")
+def _added_differ_rope():
+    x = _x(T=7)
+    rope = _rope_module()
+
+    def rope_maps(start):  # the cell's rope_maps
+        q, k = (apply_rope(split_heads(w(x), 4), offset=start) for w in (rope.w_q, rope.w_k))
+        return (q @ k.transpose(-2, -1) / 2).softmax(dim=-1)[0].detach()
+
+    claims.check_outputs_differ(rope_maps(5), rope_maps(0), "added positions", at_least=0.01)
 
 
 _rope_pairs = claim("10", r"pairs turned = complex numbers")
@@ -344,6 +475,80 @@ def _w_o_columns():
     wrong = mha.w_o.weight.view(4, 4, 16)  # rows of the (out, in) matrix: not W^O_i
     with torch.no_grad():
         checks.check_close((heads @ wrong).sum(1), mha.w_o(merge_heads(heads)), "Σ_i head_i W^O_i")
+
+
+_identity = claim(
+    "16",
+    r"folded module's W\^O = the identity",
+    generic="by construction: fold_w_o writes torch.eye into w_o, for any weights. A fold that "
+    "drops W^O (w_o = I, W^V unchanged) passes it too; the next ✓ (out folded = out) catches that",
+)
+
+
+def _fold(keep_w_o: bool = False, move_w_o: bool = True, order: str = "w_o @ w_v"):
+    """A one-head module (d_model 16) folded by hand, possibly wrongly; and the original."""
+    one = seeded_attention(16, 1)
+    folded = FusedMultiHeadAttention(16, 1)
+    folded.load_state_dict(one.state_dict())
+    w_o, w_v = one.w_o.weight, one.w_v.weight
+    with torch.no_grad():
+        if move_w_o:
+            folded.w_v.weight.copy_(w_o @ w_v if order == "w_o @ w_v" else w_v @ w_o)
+        if not keep_w_o:
+            folded.w_o.weight.copy_(torch.eye(16))
+    return folded, one
+
+
+@site_wrong(_identity, "a fold that moved W^O into W^V but left w_o as it was (W^O twice)")
+def _fold_kept_w_o():
+    folded, _ = _fold(keep_w_o=True)
+    checks.check_close(folded.w_o.weight, torch.eye(16), "the folded module's W^O = the identity")
+
+
+_folded_out = claim("16", r"out with W\^O folded into W\^V = out with W\^O")
+
+
+@site_wrong(_folded_out, "a fold that dropped W^O: w_o = I, W^V not multiplied by it")
+def _fold_dropped():
+    folded, one = _fold(move_w_o=False)
+    with torch.no_grad():
+        checks.check_close(folded(_x())[0], one(_x())[0], "out with W^O folded into W^V")
+
+
+@site_wrong(_folded_out, "the product the wrong way round: W^V·W^O as w_v @ w_o")
+def _fold_reversed():
+    folded, one = _fold(order="w_v @ w_o")
+    with torch.no_grad():
+        checks.check_close(folded(_x())[0], one(_x())[0], "out with W^O folded into W^V")
+
+
+# --- 17: W_QK and W_OV ------------------------------------------------------------------------
+
+_qk_maps = claim("17", r"softmax\(x · W_QK,i · xᵀ / √d_k\) = the module's maps")
+
+
+@site_wrong(_qk_maps, "W_QK built as W^Q·W^Qᵀ (W^K replaced by W^Q)")
+def _qk_from_q_twice():
+    mha, x = seeded_attention(16, 4), _x()[0]
+    w_q = mha.w_q.weight.view(4, 4, 16)  # (h, d_k, d_model)
+    with torch.no_grad():
+        maps = (x @ (w_q.transpose(1, 2) @ w_q) @ x.T / 2).softmax(-1)  # (h, T, T)
+        checks.check_close(maps, mha(x[None])[1][0], "the module's maps")
+
+
+_ov_sum = claim("17", r"Σ_i weights_i · x · W_OV,i = the module's out")
+
+
+@site_wrong(_ov_sum, "head i paired with the W_OV of head i − 1")
+def _ov_rolled():
+    from helpers.layouts import head_circuits
+
+    mha, x = seeded_attention(16, 4), _x()[0]
+    _, w_ov = head_circuits(mha)  # (h, d_model, d_model)
+    with torch.no_grad():
+        out, weights = mha(x[None])
+        wrong = (weights[0] @ x @ w_ov.roll(1, 0)).sum(0)
+        checks.check_close(wrong, out[0], "Σ_i weights_i · x · W_OV,i = the module's out")
 
 
 # --- the exercises: the checker's own catalogue, one mistake per exercise ---------------------

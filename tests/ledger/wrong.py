@@ -9,6 +9,7 @@ those that belong to one call in one notebook. `outcome()` runs one.
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import math
 from collections.abc import Callable
@@ -64,6 +65,11 @@ def outcome(w: Wrong) -> str:
     if getattr(result, "ok", True) is False:
         return "✗"
     return "✓"
+
+
+def _own(module: nn.Module) -> nn.Module:
+    """A copy to change in place: seeded_attention's modules share cached tensors."""
+    return copy.deepcopy(module)
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -213,6 +219,15 @@ def _separate_shared():
     claims.check_separate_matrices(module)
 
 
+@wrong("check_separate_matrices", "the heads' W^Q cut as views of one (d_model, d_model) matrix")
+def _separate_views():
+    module = PerHeadMultiHeadAttention(16, 2)
+    big = torch.randn(16, 16, generator=_gen(0))  # one W^Q, its rows cut into the two heads
+    for i, head in enumerate(module.heads):
+        head.w_q.weight = nn.Parameter(big[8 * i : 8 * (i + 1)])  # a view: big's memory
+    claims.check_separate_matrices(module)
+
+
 @wrong("check_separate_matrices", "grouped-query heads: 4 heads, K and V shared in 2 groups")
 def _separate_gqa():
     claims.check_separate_matrices(PerHeadMultiHeadAttention(16, 4, num_kv_heads=2))
@@ -228,6 +243,13 @@ def _count_gqa():
     claims.check_parameter_count(FusedMultiHeadAttention(16, 4, num_kv_heads=2))
 
 
+@wrong("check_parameter_count", "a bias on W^O only: d_model more, not 4·d_model")
+def _count_one_bias():
+    module = FusedMultiHeadAttention(16, 4)
+    module.w_o = nn.Linear(16, 16)
+    claims.check_parameter_count(module)
+
+
 @wrong("check_layer_count", "the fused module (4 matrices) where 3h + 1 per-head layers are due")
 def _layers_fused():
     claims.check_layer_count(FusedMultiHeadAttention(16, 4), 3 * 4 + 1, "3h + 1")
@@ -240,10 +262,23 @@ def _projects_twice():
     claims.check_head_projects_once(_TwiceHead(16, 4), _x(), "head 1")
 
 
+@wrong("check_head_projects_once", "a head that applies a second matrix after its W^V")
+def _projects_twice_v():
+    from tests.ledger.sites import _TwiceHead
+
+    claims.check_head_projects_once(_TwiceHead(16, 4, after="v"), _x(), "head 1")
+
+
+@wrong("check_head_projects_once", "a head whose W^Q, W^K, W^V have biases (x W + b)")
+def _projects_bias():
+    from helpers.attention import SelfAttention
+
+    torch.manual_seed(0)
+    claims.check_head_projects_once(SelfAttention(16, 4, bias=True), _x(), "head 1")
+
+
 @wrong("check_kv_shared", "heads holding copies of their group's w_k and w_v (sharing broken)")
 def _kv_copies():
-    import copy
-
     module = PerHeadMultiHeadAttention(16, 4, num_kv_heads=2)
     for head in module.heads[1::2]:
         head.w_k, head.w_v = copy.deepcopy(head.w_k), copy.deepcopy(head.w_v)
@@ -353,9 +388,15 @@ def _reach_own_mixed():
     claims.check_reach_own(_moved(torch.randn(16, 16, generator=_gen(4))), 4)
 
 
+@wrong("check_reach_own", "the heads merged in the wrong order: head 0 moves head 1's features")
+def _reach_own_swapped():
+    moved = _moved(torch.eye(16))
+    claims.check_reach_own(moved[[1, 0, 2, 3]], 4)
+
+
 @wrong("check_head_ranks", "a head whose W^Q has a zero row: rank d_k − 1")
 def _ranks_deficient():
-    module = seeded_attention(16, 4)
+    module = _own(seeded_attention(16, 4))
     with torch.no_grad():
         module.w_q.weight[0] = 0
     claims.check_head_ranks([module])
@@ -363,7 +404,7 @@ def _ranks_deficient():
 
 @wrong("check_head_ranks", "a collapsed direction: one row of W^Q shrunk to 1 %")
 def _ranks_collapsed():
-    module = seeded_attention(16, 4)
+    module = _own(seeded_attention(16, 4))
     with torch.no_grad():
         module.w_q.weight[0] *= 0.01
     claims.check_head_ranks([module], at_least=0.05)
@@ -374,6 +415,16 @@ def _less_even_fresh():
     torch.manual_seed(0)
     fresh = FusedMultiHeadAttention(16, 4)
     claims.check_less_even([fresh], fresh)
+
+
+@wrong("check_less_even", "one odd head among fresh ones: one direction of its W_OV nearly gone")
+def _less_even_one_odd():
+    torch.manual_seed(0)
+    fresh = FusedMultiHeadAttention(16, 4)
+    one_odd = copy.deepcopy(fresh)
+    with torch.no_grad():
+        one_odd.w_v.weight[1] *= 1e-3  # head 0 only; the median matrix is still fresh
+    claims.check_less_even([one_odd], fresh)
 
 
 # --- 10: positions --------------------------------------------------------------------------
@@ -517,6 +568,13 @@ def _anti_diagonal():
 def _anti_weak():
     flipped = torch.eye(6).flip(-1).expand(4, 2, 6, 6).clone()
     flipped[:2] = 0.6 * flipped[:2] + 0.4 / 6
+    claims.check_anti_diagonal(flipped)
+
+
+@wrong("check_anti_diagonal", "one sequence's head on the diagonal, the mean still on the anti")
+def _anti_one_sequence():
+    flipped = torch.eye(6).flip(-1).expand(4, 2, 6, 6).clone()
+    flipped[3, 1] = torch.eye(6)
     claims.check_anti_diagonal(flipped)
 
 
