@@ -93,8 +93,8 @@ def check_dropout(dropout: float) -> float:
     if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
         raise ValueError(
             f"dropout is the probability of zeroing each attention weight in training, "
-            f"0 <= dropout < 1; got {dropout!r}. 0.0 (the default) turns it off. BERT and GPT-2 "
-            "trained with 0.1; many recent LLMs set 0.0 (notebook 07)."
+            f"0 <= dropout < 1; got {dropout!r}. 0.0 (the default) turns it off. BERT and the "
+            "first GPT trained with 0.1; many recent LLMs set 0.0 (notebook 07)."
         )
     return float(dropout)
 

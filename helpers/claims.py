@@ -108,7 +108,9 @@ def check_head_projects_once(head: nn.Module, x: torch.Tensor, name: str, atol=1
     """Run `head` (one head: x (B, T, d_model) -> out (B, T, d_k), weights (B, T, T)) on x, and
     redo its attention by hand from q = x @ w_q.weight.T, k and v alike: each of its matrices
     applied once to x, nothing after. A head that projects a second time (another matrix after
-    its W^Q, W^K or W^V, or a bias) returns other weights or another output, and fails."""
+    its W^Q, W^K or W^V, or a bias on W^Q or W^V) returns other weights or another output, and
+    fails; a bias on W^K alone shifts each row of scores by one number, changes no map, and
+    passes."""
     claim = f"{name} run on x = attention of x W^Q, x W^K, x W^V (each matrix once)"
     with torch.no_grad():
         out, weights = head(x)  # what the head computes, however it computes it
@@ -514,7 +516,7 @@ def check_head_ranks(modules: list[nn.Module], at_least: float | None = None) ->
         )
     print(f"✓ {claim}; in each, the smallest of the {d_k} singular values")
     print(f"  is at least {100 * smallest:.1f} % of the largest (≥ {100 * at_least:.0f} %): "
-          "no direction has collapsed")  # fmt: skip
+          "no direction has collapsed (fresh random weights pass this too)")  # fmt: skip
 
 
 def _evenness(modules: list[nn.Module]) -> torch.Tensor:
@@ -666,7 +668,7 @@ def check_relative_scores(
     )
     print(f"✓ {name}: q's row 0 and k's row 0 put at every pair of places (m, n): one score")
     print(
-        f"  per m − n, and it changes with m − n (from {float(means.min()):.2f} to"
+        f"  per m − n, and it changes with m − n (between {float(means.min()):.2f} and"
         f" {float(means.max()):.2f} over m − n = −{T - 1} … {T - 1})"
     )
 

@@ -221,8 +221,9 @@ def test_07_multiheadattention_dropout_default_fails_for_another_default(capsys)
 
 
 def test_07_dropout_settings_the_prose_names():
-    """BERT and GPT-2 drop attention weights with p = 0.1; Llama, Mistral and Qwen2 configure
-    attention_dropout = 0.0 (Hugging Face's config classes, a test tool only)."""
+    """BERT drops attention weights with p = 0.1 and Hugging Face's GPT-2 configuration keeps it;
+    Llama, Mistral and Qwen2 configure attention_dropout = 0.0 (Hugging Face's config classes, a
+    test tool only)."""
     transformers = pytest.importorskip("transformers")
     assert transformers.BertConfig().attention_probs_dropout_prob == 0.1
     assert transformers.GPT2Config().attn_pdrop == 0.1
