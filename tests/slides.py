@@ -6,8 +6,10 @@ slide half-made. The rules follow the course's "one idea per section" shape:
 - the title cell and every markdown cell that opens a section (`## `) start a **slide**;
 - a markdown cell inside a section (no heading) starts a **subslide**, the next step of the idea;
 - a code cell continues its slide (`-`): the idea, its code and its check are seen together;
-- a solution cell, and a code cell right after another code cell (an exercise's check, a second
-  picture), is a **fragment**: the teacher reveals it after asking the class;
+- a solution cell is **skipped**: a slideshow never shows an answer (the student copy's skeleton,
+  in its place, is a fragment; the answer stays one deliberate `lab --solutions` away);
+- a code cell right after another code cell (an exercise's check, a second picture) is a
+  **fragment**: the teacher reveals it after asking the class;
 - but a code cell that would push its slide below a 1280x720 screen starts a **subslide** of its
   own instead: the prose first, then (Space) the code and its result. Heights are estimated from
   the cells (prose lines at 22 px, code and output lines at 17 px, pictures at their shown size,
@@ -78,9 +80,10 @@ def slide_types(cells: list) -> list[str]:
         if cell.cell_type == "markdown":
             opens = i == 0 or cell.source.lstrip().startswith("## ")
             kind = "slide" if opens else "subslide"
-        elif "solution" in cell.metadata.get("tags", []) or (
-            i > 0 and cells[i - 1].cell_type == "code"
-        ):
+        elif "solution" in cell.metadata.get("tags", []):
+            types.append("skip")  # takes no room on its slide
+            continue
+        elif i > 0 and cells[i - 1].cell_type == "code":
             kind = "fragment"
         else:
             kind = "-"

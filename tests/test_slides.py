@@ -21,14 +21,14 @@ def test_committed_notebooks_carry_their_slides(path):
     assert kinds[0] == "slide"
 
 
-def test_sections_open_slides_and_exercises_reveal_their_solution():
+def test_sections_open_slides_and_a_solution_is_never_on_a_slide():
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
     solution = code("def f(): ...")
     solution.metadata["tags"] = ["solution"]
     cells = [md("# 01 · title"), code("setup"), md("## A section"), code("x"), code("plot"),
              md("Look for this."), code("y"), md("## Task"), solution, code("check")]  # fmt: skip
     assert slide_types(cells) == [
-        "slide", "-", "slide", "-", "fragment", "subslide", "-", "slide", "fragment", "fragment"
+        "slide", "-", "slide", "-", "fragment", "subslide", "-", "slide", "skip", "fragment"
     ]  # fmt: skip
 
 

@@ -165,10 +165,7 @@ def test_unexpected_errors_become_a_message_not_a_traceback(monkeypatch):
 def test_before_the_notebook_runs_a_panel_is_one_friendly_line(Panel, what):
     panel = Panel()
     text = panel._repr_mimebundle_()["text/plain"]
-    assert (
-        text
-        == f"▶ {what}: in the notebook view once this cell runs; a slideshow shows only this line"
-    )
+    assert text == f"▶ {what}: drawn here once this cell runs, in the notebook or its slideshow"
     assert len(text) <= 110  # ipywidgets cuts a longer repr with "…"
 
 

@@ -118,7 +118,7 @@ def _describe(widget: widgets.Widget, controls: dict[str, widgets.Widget]) -> di
 
 
 # where a panel is drawn, after its name, in the line shown where it is not (yet) drawn
-WHERE = ": in the notebook view once this cell runs; a slideshow shows only this line"
+WHERE = ": drawn here once this cell runs, in the notebook or its slideshow"
 
 
 class _Panel(widgets.VBox):

@@ -58,6 +58,7 @@ def student_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode
         if "solution" in cell.metadata.get("tags", []):
             cell.source = stub(cell.source)
             cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "solution"]
+            cell.metadata["slideshow"] = {"slide_type": "fragment"}  # the task, shown in slides
             stubs += 1
         cell.outputs, cell.execution_count = [], None
     copy.metadata.pop("widgets", None)  # the saved widget state shows the teacher's run
