@@ -310,7 +310,7 @@ def _exercises(notebook, solutions: bool = True) -> None:
 
 def _links(body: str, names: set[str]) -> str:
     """Links between pages: a notebook named in the text goes to its page; the glossary to its."""
-    body = body.replace('href="../docs/glossary.md', 'href="glossary.html')
+    body = body.replace('href="glossary.md', 'href="glossary.html')
 
     def page(match: re.Match) -> str:
         name = match.group(1)
@@ -385,10 +385,10 @@ notebook itself.</p>
 
 
 def render_glossary(out: Path, live: str) -> None:
-    """docs/glossary.md as a page, its notebook names linked to their pages."""
+    """notebooks/glossary.md as a page, its notebook names linked to their pages."""
     from nbconvert.filters.markdown import markdown2html
 
-    text = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    text = (ROOT / "notebooks" / "glossary.md").read_text(encoding="utf-8")
     text = re.sub(r"\]\((\d\d_\w+)\.ipynb\)", r"](\1.html)", text)
     text = re.sub(r"^explained in: (\d\d_\w+)", r"explained in: [\1](\1.html)", text, flags=re.M)
     body = markdown2html(text)

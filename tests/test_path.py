@@ -1,11 +1,12 @@
 """The path through the course: every notebook fits a class slot by the stated rule
 (tests/class_time.py), and no notebook uses a term before the notebook that explains it
-(docs/glossary.md)."""
+(notebooks/glossary.md)."""
 
 from __future__ import annotations
 
 import json
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from tests.class_time import SLOT, ClassTime, class_time, course_times
 
 ROOT = Path(__file__).resolve().parent.parent
-GLOSSARY = ROOT / "docs" / "glossary.md"
+GLOSSARY = ROOT / "notebooks" / "glossary.md"
 NOTEBOOKS = ROOT / "notebooks"
 ENTRY = re.compile(r"^explained in: (\d\d_\w+) · matches: `(.+)`$", re.MULTILINE)
 
@@ -27,7 +28,7 @@ class Term:
 
 
 def glossary(text: str) -> list[Term]:
-    """The terms of a glossary in docs/glossary.md's format."""
+    """The terms of a glossary in notebooks/glossary.md's format."""
     terms = []
     for block in text.split("\n### ")[1:]:
         name = block.splitlines()[0].strip()
@@ -132,7 +133,7 @@ def test_the_path_check_catches_an_early_use_and_accepts_a_pointer():
 
 def test_every_notebook_links_the_glossary():
     missing = [stem for stem, cells in _course().items() if "glossary.md" not in cells[0]]
-    assert not missing, f"no link to docs/glossary.md in the first cell of {missing}"
+    assert not missing, f"no link to glossary.md in the first cell of {missing}"
 
 
 def _table_minutes(text: str, heading: str) -> dict[str, int]:
@@ -180,3 +181,32 @@ def test_the_guides_totals_and_session_plans_add_up_to_the_rules_minutes():
         assert sum(minutes.values()) == int(stated), parts
         planned += minutes
     assert planned == sorted(rule)  # every notebook once, in order
+
+
+def _relative_links(text: str) -> list[str]:
+    """The targets of markdown and HTML links that are not web addresses or in-page anchors."""
+    found = re.findall(r"\]\(([^)\s]+)\)|href=\"([^\"]+)\"", text)
+    targets = [a or b for a, b in found]
+    return [t for t in targets if not re.match(r"[a-z]+:|#", t)]
+
+
+def test_every_link_in_a_notebook_stays_in_the_notebooks_folder():
+    """JupyterLab serves the notebooks' folder (the working copy, the student copy or notebooks/):
+    a link out of it (../docs/…) is a 404 there. Every relative link in every notebook and in the
+    glossary names a file beside them, and the student copy holds the same files."""
+    from tests.student.build import build
+
+    folder = ROOT / "notebooks"
+    texts = {p.name: "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]
+                               if c["cell_type"] == "markdown")
+             for p in folder.glob("*.ipynb")}  # fmt: skip
+    texts["glossary.md"] = GLOSSARY.read_text(encoding="utf-8")
+    broken = [(name, t) for name, text in texts.items() for t in _relative_links(text)
+              if not (folder / t.split("#")[0]).is_file()]  # fmt: skip
+    assert not broken, broken
+    assert sum("glossary.md" in text for text in texts.values()) >= len(texts) - 1
+    with tempfile.TemporaryDirectory() as student:
+        build(target=Path(student))
+        assert {p.name for p in Path(student).iterdir()} == {
+            p.name for p in folder.iterdir() if not p.name.startswith(".")
+        }

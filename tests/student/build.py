@@ -74,7 +74,9 @@ def build(source: Path = ROOT / "notebooks", target: Path = ROOT / "student") ->
         nbformat.validate(copy)
         nbformat.write(copy, target / path.name)
         counts[path.name] = stubs
-    shutil.copy(source / "rise.css", target / "rise.css")  # the slides' text sizes
+    for path in source.iterdir():  # the slides' rise.css, the glossary the notebooks link to
+        if path.is_file() and path.suffix != ".ipynb" and not path.name.startswith("."):
+            shutil.copy(path, target / path.name)
     return counts
 
 
