@@ -437,9 +437,17 @@ def _scaled_stand_in(run: _Run) -> str | None:
     return None
 
 
-def _heads_hint(finding: Finding, run: _Run, outside: Iterable[str]) -> Finding:
+def _heads_hint(
+    finding: Finding,
+    run: _Run,
+    outside: Iterable[str],
+    written: frozenset = frozenset(),
+    swapped: Callable[[], bool] | None = None,
+) -> Finding:
     """A wrong number of heads, with a hint for how the line got it: Tensor.split(n), which cuts
-    pieces of n features (not n pieces); a size read from outside the function; or a number."""
+    pieces of n features (not n pieces); a size read from outside the function; a number written
+    in the code (`written`: the numbers in its source); or d_k and num_heads swapped (d_model /
+    num_heads heads of num_heads features), when `swapped()` says so at the second sizes too."""
     if not (finding.mistake or "").startswith(WRONG_NUM_HEADS) or finding.hint:
         return finding
     code = finding.record.code if finding.record else ""
@@ -462,12 +470,34 @@ def _heads_hint(finding: Finding, run: _Run, outside: Iterable[str]) -> Finding:
             "look at the number of heads on this line: use the num_heads argument, not a number "
             "or a size read from outside the function (see the note)."
         )
-    else:
+    elif int(count) in written:
         hint = (
             f"look at the number of heads on this line: the code cuts {count} "
             f"head{'' if count == '1' else 's'}, whatever "
             "num_heads says. Take the number of heads (and d_k) from the num_heads argument, not "
             "a number written in."
+        )
+    elif swapped is not None and swapped():
+        cut = next(v for n, v in run.reference.items() if n in ("q_heads", "out"))
+        heads = cut.shape[1]  # num_heads: the right cut is (B, h, T, d_k)
+        hint = (
+            f"look at how this line gets the number of heads and d_k: it cuts d_model / "
+            f"num_heads heads of num_heads features each ({count} heads of {heads} here, and "
+            "the same swap at the check's second sizes): d_k and num_heads are swapped. Each "
+            "of num_heads heads should get d_k = d_model // num_heads features."
+        )
+        headline = (
+            f"{{cut}} cut into d_model / num_heads heads of num_heads features ({count} heads of "
+            f"{heads} here): d_k and num_heads are swapped"
+        )
+        return dataclasses.replace(finding, hint=hint, headline=headline)
+    else:
+        hint = (
+            f"look at how this line gets the number of heads: at these sizes it cuts {count} "
+            f"head{'' if count == '1' else 's'}, where num_heads is "
+            f"{next(v for n, v in run.reference.items() if n in ('q_heads', 'out')).shape[1]}. "
+            "Take "
+            "the number of heads (and d_k = d_model // num_heads) from the num_heads argument."
         )
     return dataclasses.replace(finding, hint=hint)
 
@@ -810,13 +840,18 @@ class _Run:
 
 
 def _explain(
-    runs: list[_Run], candidates: Iterable[str], outside: Iterable[str] = ()
+    runs: list[_Run],
+    candidates: Iterable[str],
+    outside: Iterable[str] = (),
+    written: frozenset = frozenset(),
+    swapped: Callable[[], bool] | None = None,
 ) -> list[Finding]:
     """Every departure of the learner's records from the reference, in the order the code makes
     them (see the module doc). A mistake must help in every run (without and with a mask): a
     mask's -inf can make wrong numbers equal elsewhere."""
     made: list[str] = []
     findings: list[Finding] = []
+    stages_at: list[list[dict]] = []  # each finding's runs' stages when it was made
     while len(findings) < _MAX_FINDINGS:
         pending = [run for run in runs if "out" not in run.found]
         if not pending:
@@ -868,6 +903,7 @@ def _explain(
                     "throws the result away, so the scores that go on from here are still "
                     "unmasked."
                 )
+            stages_at.append([run.stages for run in runs])
             findings.append(
                 Finding(name, stage, record, position=position, hint=hint, only=only, right=right)
             )
@@ -882,6 +918,7 @@ def _explain(
         special = [_missing_head(run) or _misplaced(run) for run in pending]
         if special[0]:
             stage, target, record, detail, hint = special[0]
+            stages_at.append([run.stages for run in runs])
             findings.append(Finding(None, stage, record, detail, _position(record, runs), hint))
             if stage == target and all(
                 s and s[1] == target and s[2].tensor.shape == run.stages[target].shape
@@ -941,22 +978,165 @@ def _explain(
                 )
         if scale is not None and target not in ("scores", "masked", "weights", "out"):
             hint = _scale_hint(record, first)
+        if target == "out" and not hint and "at another scale" in detail:
+            hint = (
+                "the same numbers at another scale: look at what the result is multiplied or "
+                "divided by on its way (a sum where a mean belongs, or another divisor)."
+            )
         if "reference's transposed" in detail:
             hint = (
                 "look at the order of the product and the transposes on this line: row a of the "
                 "scores holds query a's scores."
             )
+        headline = ""
+        if record is not None and "scaled_dot_product_attention" in record.op:
+            headline, hint = _fused_call(record, target, first, hint)
         shown = _merge_start(record, first) if target == "merged" and record else record
         shown = _made_at(first) if target == "out" and record is not None else shown
-        findings.append(Finding(None, stage, shown, detail, _position(shown, runs), hint))
+        stages_at.append([run.stages for run in runs])
+        findings.append(Finding(None, stage, shown, detail, _position(shown, runs), hint, headline))
         if any(r is None or r.tensor.shape != run.stages[target].shape for run, r in followed):
             break  # the learner's tensor is laid out another way: stop here
         for run, r in followed:
             run.given[target] = r.tensor
             run.stages, run.found = run.trial(tuple(made))
+    findings = [_blamed_input(f, runs, at) for f, at in zip(findings, stages_at)]
     findings = [_outside_divisor(f, runs[0], outside) or f for f in findings]
-    findings = [_heads_hint(f, runs[0], outside) for f in findings]
+    findings = [_heads_hint(f, runs[0], outside, written, swapped) for f in findings]
     return sorted(findings, key=lambda f: f.position)
+
+
+# ops that take some of a tensor's numbers, or the same numbers in another layout (and
+# _REARRANGE's, defined below)
+_SELECTS = {"getitem", "diagonal", "narrow", "select", "index_select", "gather",
+            "take_along_dim", "masked_select", "unbind", "split", "chunk", "view", "reshape",
+            "transpose", "permute", "contiguous", "flatten", "t", "movedim", "swapaxes",
+            "swapdims", "mT", "get"}  # fmt: skip
+
+
+def _holds(parent: torch.Tensor, value: torch.Tensor) -> bool:
+    """Whether every number of `value` is somewhere among `parent`'s numbers (within atol)."""
+    a, b = _comparable(value).flatten(), _comparable(parent).flatten().sort().values
+    if not len(b) or a.isnan().any() or b.isnan().any():
+        return True  # nothing to say: keep the blame where it is
+    at = torch.searchsorted(b, a).clamp(max=len(b) - 1)
+    near = torch.minimum((b[at] - a).abs(), (b[(at - 1).clamp(min=0)] - a).abs())
+    return bool((near <= ATOL).all())
+
+
+def _heads_equal(t: torch.Tensor, stages: dict) -> tuple[bool, set[int]]:
+    """(whether t equals one of `stages` in one of its all-heads forms, the heads j whose
+    slice of a stage t equals)."""
+    whole, heads = False, set()
+    for name, value in stages.items():
+        if KINDS[name] == "out":
+            continue
+        if value.dim() == 4 and value.shape[1] > 1:
+            slices = value.unbind(1)
+            heads |= {j for j, v in enumerate(slices)
+                      if any(f.shape == t.shape and _same(t, f) for f in (v, v.mT))}  # fmt: skip
+            if any(f.shape == t.shape and _same(t, f) for f in _forms(value, KINDS[name])[:3]):
+                whole = True
+        elif _same_in_some_form(t, name, value):
+            whole = True
+    return whole, heads
+
+
+def _stands_for_input(t: torch.Tensor, stage: str, stages: dict) -> bool:
+    """Whether t has the layout of an input of `stage` (a stage it is made from) and not of
+    `stage` itself: the tensor the learner used in that input's place."""
+    own = {tuple(f.shape) for f in _forms(stages[stage], KINDS[stage])}
+    inputs = {tuple(f.shape) for name in _closure(stage) - {stage} if name in stages
+              and KINDS[name] not in ("out", "index")
+              for f in _forms(stages[name], KINDS[name])}  # fmt: skip
+    return tuple(t.shape) in inputs and tuple(t.shape) not in own
+
+
+def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding:
+    """The line to blame, where the finding's line is right given what it was given (a line
+    whose own op is right must not be blamed): (1) a selection or view (diag[..., 1:]) taken from
+    a tensor that does not hold the stage's numbers: the line that made that tensor; (2) a step
+    made from an input, on another line, that equals no reference value in any layout (k zeroed
+    at the masked keys before the scores), or, in a loop, another head's value (q of head i made
+    with w_q[i - 1]): that input's line. `at`: each run's stages when the finding was made (the
+    reference with the mistakes found before it made), what the learner's tensors are held to."""
+    record, run, stages = finding.record, runs[-1], at[-1]
+    if record is None or KINDS.get(finding.stage) in (None, "out") or record.lineno is None:
+        return finding
+    index = {id(r): i for i, r in enumerate(run.records)}
+    if id(record) not in index:
+        which = next((i for i, r in enumerate(runs) if id(record) in {id(x) for x in r.records}),
+                     None)  # fmt: skip
+        if which is None:
+            return finding
+        run, stages = runs[which], at[which]
+        index = {id(r): i for i, r in enumerate(run.records)}
+    value = stages.get(finding.stage)
+    if value is None:
+        return finding
+    moved = record
+    while _op(moved).strip("_") in _SELECTS and moved.parents:  # (1)
+        parent = run.records[moved.parents[0]]
+        if not parent.dtype.is_floating_point or _holds(parent.tensor, value):
+            break
+        moved = parent
+    if moved is record:  # (2): the inputs this line was given, from other lines
+        key = (record.lineno, record.op, tuple(record.tensor.shape))
+        siblings = [r for r in run.records if (r.lineno, r.op, tuple(r.tensor.shape)) == key]
+        heads = stages["q_heads"].shape[1] if "q_heads" in stages else 1
+        loop_pass = next(k for k, r in enumerate(siblings) if r is record)
+        seen, todo, frontier = set(), list(record.parents), []
+        while todo:
+            j = todo.pop(0)
+            if j in seen:
+                continue
+            seen.add(j)
+            r = run.records[j]
+            if r.lineno == record.lineno or (_op(r).strip("_") in _REARRANGE and r.parents):
+                todo += r.parents  # the same line, or the same numbers laid out anew
+            elif r.dtype.is_floating_point:
+                frontier.append(r)
+        for r in sorted(frontier, key=lambda r: index[id(r)]):
+            whole, of_heads = _heads_equal(r.tensor, stages)
+            other_head = (not whole and of_heads and len(siblings) == heads > 1
+                          and loop_pass not in of_heads)  # fmt: skip
+            nothing = (not whole and not of_heads and _op(r) not in _PRODUCT_OPS
+                       and _stands_for_input(r.tensor, finding.stage, stages))  # fmt: skip
+            if other_head or nothing:
+                moved = r
+                break
+    if moved is record:
+        return finding
+    return dataclasses.replace(finding, record=moved, position=_position(moved, runs))
+
+
+def _fused_call(record: Record, stage: str, run: _Run, hint: str) -> tuple[str, str]:
+    """(headline, hint) for a difference made inside F.scaled_dot_product_attention, whose
+    weights the check cannot see: a causal mask where the run has none is named (is_causal=True);
+    else the hint says the check cannot tell whether the weights or the values differ."""
+    stages_of, value = run.stages_of, run.stages.get(stage)
+    keywords = getattr(stages_of, "keywords", {})
+    if value is not None and "mask" in keywords and keywords["mask"] is None and "x" in keywords:
+        b, t = keywords["x"].shape[:2]
+        t_k = keywords["context"].shape[1] if keywords.get("context") is not None else t
+        causal = torch.ones(t, t_k, dtype=torch.bool).tril().expand(b, t, t_k)
+        try:
+            masked = stages_of.func(**{**keywords, "mask": causal}).get(stage)
+        except (RuntimeError, ValueError, TypeError):
+            masked = None
+        if masked is not None and _same_in_some_form(record.tensor, stage, masked):
+            return (
+                "your heads' outputs are the reference's with a causal mask (each query sees "
+                "only the keys up to itself), a mask this exercise does not ask for.",
+                "look at this call's arguments: is_causal=True (or an attn_mask) hides keys; "
+                "this exercise passes no mask, so every query should see every key.",
+            )
+    return "", (
+        "this line computes the weights inside F.scaled_dot_product_attention, where the check "
+        "cannot see them: it cannot tell whether the weights or the values differ. Look at every "
+        "argument of the call: q, k, v, and any attn_mask (a float one is added to the scores; "
+        "a boolean one means True = may attend), is_causal or scale."
+    )
 
 
 def _same_line(j: int, stage: str, run: _Run) -> bool:
@@ -1226,12 +1406,15 @@ def _changed_in(earlier: str, stage: str, run: _Run) -> int | None:
             and _is_index(run.records[j]) == (kind == "index")
             and any(run.records[p].family == family for p in run.records[j].parents)
             and not (stage == "merged" and _op(run.records[j]) in _JOINS)  # the merge itself
+            and _op(run.records[j]) not in _REDUCTIONS  # a sum over it: the next step, not it
         ),
         None,
     )  # fmt: skip
 
 
 _JOINS = ("cat", "concat", "concatenate", "stack", "hstack", "dstack", "vstack")
+# ops that fold a dim away: what they make from a stage is the next step, not the stage changed
+_REDUCTIONS = ("sum", "mean", "nansum", "nanmean", "prod", "amax", "amin", "logsumexp", "norm")
 
 
 def _position(record: Record | None, runs: list[_Run]) -> int:
@@ -1334,6 +1517,10 @@ def _entry(
         )
         generic = WRONG_NUM_HEADS if finding.mistake.startswith(WRONG_NUM_HEADS) else ""
         hint = finding.hint or hints.get(finding.mistake, hints.get(generic, hint))
+        if finding.headline:  # what this code does, in place of the catalogue's words
+            cut = words_of.get("cut", "q, k and v")
+            verb = cut if cut.endswith((" is", " are")) else f"{cut} are"
+            what = finding.headline.replace("{cut}", verb)
         head = f"{finding.mistake}: {what}."
     else:
         words = words_of[finding.stage]
@@ -1630,6 +1817,51 @@ def _side_effects(trace: Trace, out: torch.Tensor, expected: torch.Tensor) -> li
     return found
 
 
+_LEAK = 1e-12  # a masked key's weight above this is a leak (e^(-10) ≈ 4.5e-5 is; -1e9 gives 0)
+
+
+def _mask_leak(trace: Trace, mask: torch.Tensor) -> Finding | None:
+    """For output within atol of the reference: a softmax of the learner's whose weights on the
+    keys the mask hides are not 0 (masked scores filled with -10, not -inf: the leak hides under
+    the tolerance at these scores, and grows with larger ones), as a finding on the line that
+    gives the masked scores their value; else None. A weight computed inside
+    F.scaled_dot_product_attention is not seen."""
+    hidden = ~mask.bool()  # (B, T, T): True where a key is hidden from a query
+    records = trace.records
+    for record in records:
+        t = record.tensor
+        if "softmax" not in record.op or not t.dtype.is_floating_point:
+            continue
+        if t.shape == hidden.shape:
+            where = hidden
+        elif t.dim() == 4 and t.shape[0] == hidden.shape[0] and t.shape[2:] == hidden.shape[1:]:
+            where = hidden.unsqueeze(1).expand_as(t)
+        else:
+            continue
+        if not where.any():
+            continue
+        leak = float(t[where].abs().max())
+        if not leak > _LEAK:
+            continue
+        made = records[record.parents[0]] if record.parents else record
+        filled = made.tensor[where]
+        value = f" ({float(filled[0]):g})" if float(filled.max() - filled.min()) == 0 else ""
+        headline = (
+            f"masked scores get a finite value{value} instead of −inf, so the softmax still "
+            f"gives the masked keys weight: up to {leak:.2g} here, under the check's tolerance, "
+            "where it must be exactly 0 (with larger scores the leak grows)"
+        )
+        hint = (
+            "look at the value a masked score gets on this line: use float('-inf') (or a number "
+            "so negative that its e^x is 0, like -1e9): after the softmax a masked key's weight "
+            "must be exactly 0."
+        )
+        return Finding(
+            "mask_filled_with_a_finite_number", "masked", made, hint=hint, headline=headline
+        )
+    return None
+
+
 def _side_effect_message(trace: Trace, out: torch.Tensor, expected: torch.Tensor) -> str:
     """'' for a call with no side effect and the inputs' dtype; else the ✗ for a right output."""
     found = _side_effects(trace, out, expected)
@@ -1746,14 +1978,24 @@ def _explains(findings: list[Finding], out: torch.Tensor, stages_of: Callable) -
 
 
 def _safe_explain(
-    runs: list[tuple[list[Record], Callable]], candidates, fn: Callable | None = None
+    runs: list[tuple[list[Record], Callable]],
+    candidates,
+    fn: Callable | None = None,
+    swapped: Callable[[], bool] | None = None,
 ) -> list[Finding]:
     """_explain over (records, stages_of) pairs; odd tensors must not become a traceback. `fn`:
-    the learner's function, whose integers read from outside it matter to a divisor."""
+    the learner's function, whose integers read from outside it matter to a divisor, and whose
+    written numbers to a number of heads; `swapped()`: whether it cuts d_model / num_heads heads
+    at the second sizes too (see _heads_hint)."""
     outside = [name for name, _ in _globals_read(fn)] if fn is not None else []
+    written = _written_numbers(fn) if fn is not None else frozenset()
     try:
         return _explain(
-            [_Run(records, stages_of) for records, stages_of in runs], candidates, outside
+            [_Run(records, stages_of) for records, stages_of in runs],
+            candidates,
+            outside,
+            written,
+            swapped,
         )
     except Exception:  # noqa: BLE001
         return []
@@ -1927,11 +2169,22 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             message = _side_effect_message(trace, out, expected)
             if message:
                 return _verdict(False, message, echo)
+        for label, (trace, _, _, _) in results.items():  # masked keys must get exactly 0
+            leak = (
+                _mask_leak(trace, runs[label]["mask"]) if runs[label]["mask"] is not None else None
+            )
+            if leak is not None:
+                return _verdict(False, _message([leak]), echo, [leak])
         for label, run_args in runs.items():  # the same at the second sizes
             second = {**_inputs(second=True), "mask": run_args["mask"]}
             if second["mask"] is not None:
                 second["mask"] = _inputs(second=True)["mask"]
             when = f" (called {label})" if len(runs) > 1 else ""
+            again = _second_call_problem(
+                fn, _call_args(run_args, mask, per_head), reference_attention(**run_args), when
+            )
+            if again:  # wrong again at the same sizes: not the sizes
+                return _verdict(False, again, echo, note=note)
             problem = _second_problem(
                 fn, _call_args(second, mask, per_head), reference_attention(**second), when
             )
@@ -1947,6 +2200,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
         note = "\n  ".join(n for n in (_returned_note(returned[0], (), False), note) if n)
     effects = dict.fromkeys(_side_effect_note(t) for t, _, _, _ in results.values())
     note = "\n  ".join(n for n in (note, *effects) if n)
+    second_args = {**_inputs(second=True), "mask": None}
     findings = _safe_explain(
         [
             (_records(trace, out, extra), functools.partial(attention_stages, **runs[label]))
@@ -1954,6 +2208,13 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
         ],
         candidates,
         fn,
+        None
+        if per_head
+        else _swap_check(
+            fn,
+            _call_args(second_args, mask, per_head),
+            lambda a: reference_attention(**{**second_args, "num_heads": a["num_heads"]}),
+        ),
     )
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
     trace, out, _, expected = results[label]
@@ -2122,6 +2383,9 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         message = _side_effect_message(trace, out, expected)  # in place, a reseed, the dtype
         if message:
             return _verdict(False, message, echo)
+        again = _second_call_problem(fn, make_args(), expected)
+        if again:  # wrong again at the same sizes: not the sizes
+            return _verdict(False, again, echo, note=note)
         second = make_args(second=True)
         problem = _second_problem(fn, second, stages_of(**second)["out"])
         if problem:
@@ -2140,7 +2404,15 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
     findings = []
     if out is not None:
         stages_of_args = functools.partial(stages_of, **args)
-        findings = _safe_explain([(_records(trace, out, extra), stages_of_args)], candidates, fn)
+        second = make_args(second=True)
+        swapped = (
+            _swap_check(fn, second, lambda a: stages_of(**a)["out"])
+            if "num_heads" in second
+            else None
+        )
+        findings = _safe_explain(
+            [(_records(trace, out, extra), stages_of_args)], candidates, fn, swapped
+        )
         problem = _numeric_problem(trace.records, out, expected)
         if problem and out.shape == expected.shape and not _explains(findings, out, stages_of_args):
             return _verdict(False, problem, echo, note=note)
@@ -2325,6 +2597,44 @@ _DIM_CALLS = {
 }  # fmt: skip
 
 
+def _written_numbers(fn: Callable) -> frozenset:
+    """The numbers written in fn's code (a dim given to transpose or softmax, and the 2 of 2 * n,
+    left out): what 'a number written in' may mean."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return frozenset()
+    skip, found, todo = _not_sizes(fn), set(), [code]
+    while todo:
+        current = todo.pop(0)
+        for ins in dis.get_instructions(current):
+            if ins.opname.startswith(("LOAD_CONST", "LOAD_SMALL_INT", "RETURN_CONST")):
+                at = ins.positions
+                where = (at.lineno or 0, at.col_offset or 0) if at else (0, 0)
+                values = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
+                found |= {v for v in values if isinstance(v, int | float)
+                          and not isinstance(v, bool) and where not in skip}  # fmt: skip
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    return frozenset(found)
+
+
+def _swap_check(fn: Callable, second: dict, reference: Callable[[dict], torch.Tensor]):
+    """A check that fn, at the second sizes, equals the reference cut into d_model / num_heads
+    heads (d_k and num_heads swapped): `reference(args)` gives the reference for args."""
+
+    def swapped() -> bool:
+        d_model = next(a for a in second.values() if isinstance(a, torch.Tensor)).shape[-1]
+        heads = second["num_heads"]
+        if d_model % heads:
+            return False
+        trace = _traced(fn, [a.clone() if isinstance(a, torch.Tensor) else a
+                             for a in second.values()])  # fmt: skip
+        out = trace.result
+        expected = reference({**second, "num_heads": d_model // heads})
+        return isinstance(out, torch.Tensor) and _same(out, expected)
+
+    return swapped
+
+
 def _not_sizes(fn: Callable) -> set[tuple[int, int]]:
     """(line, column) of the numbers in fn's source that stand for no size: a dim given to
     transpose, softmax, mean, ... (or as dim=), and a factor beside a name (the 2 of 2 * n).
@@ -2352,18 +2662,65 @@ def _not_sizes(fn: Callable) -> set[tuple[int, int]]:
     return {(node.lineno + start - 1, node.col_offset + indent) for node in dims}
 
 
+def _kept_state(fn: Callable) -> str:
+    """Where the function keeps something between calls: 'the list OUTS, read from outside it on
+    line 8' or 'the default argument cache'; '' if none is seen."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    scope, mutable = getattr(fn, "__globals__", {}), (list, dict, set, torch.Tensor)
+    todo, seen = [code], []
+    while todo:
+        current = todo.pop(0)
+        for ins in dis.get_instructions(current):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and isinstance(
+                scope.get(ins.argval), mutable
+            ):
+                line = ins.positions.lineno if ins.positions else None
+                seen.append((ins.argval, line))
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    if seen:
+        name, line = seen[0]
+        kind = type(scope[name]).__name__
+        return f"the {kind} {name}, kept outside the function" + (f" (line {line})" if line else "")
+    params = list(inspect.signature(fn).parameters.values()) if callable(fn) else []
+    held = [p.name for p in params if isinstance(p.default, mutable)]
+    return f"the default argument {held[0]}, made once for every call" if held else ""
+
+
+def _second_call_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str = "") -> str:
+    """For code right on its first call: the message when a second call with the same inputs is
+    not right (state kept between calls, not the sizes), else ''."""
+    problem = _second_problem(fn, args, expected, when)
+    if not problem:
+        return ""
+    kept = _kept_state(fn)
+    where = f": look at {kept}" if kept else " (a global list or dict, a default argument)"
+    return (
+        f"✗ Right on its first call, but a second call with the same inputs is not: {problem} "
+        "Your function's result depends on something it keeps between calls" + where + ": "
+        "make everything it uses inside the function, on each call."
+    )
+
+
 def _at_second_sizes(name: str, fn: Callable, problem: str) -> str:
     """The message for code right at the first sizes and not at the second."""
     numbers = _numbers_in(fn, name)
+    kept = _kept_state(fn)
     question = "does it hard-code a size, or compute one that holds only at these sizes?"
+    if kept:
+        question = (
+            "does it hard-code a size, compute one that holds only at these sizes, or reuse "
+            f"something from an earlier call ({kept})?"
+        )
     if numbers:
         question += (
             f" Numbers written in your code that equal a size of the first check: {numbers}."
         )
     return (
         f"✗ Right at the check's first sizes ({_short_sizes(name)}), but not at a second set "
-        f"({_short_sizes(name, True)}): {problem} Your function is right only at the stated "
-        f"sizes: {question}"
+        f"({_short_sizes(name, True)}): {problem} Your function was right at the first sizes "
+        f"only: {question}"
     )
 
 

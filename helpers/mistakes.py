@@ -153,6 +153,12 @@ INDUCTION_MISTAKES = (
 SHARED_KV_MISTAKES = ("kv_tiled", "causal_mask_added")
 
 SLIPS: dict[str, tuple[str, str]] = {
+    "mask_filled_with_a_finite_number": (
+        "masked scores get a finite value instead of −inf, so the softmax still gives the "
+        "masked keys some weight",
+        "look at the value a masked score gets on this line: after the softmax a masked key's "
+        "weight must be exactly 0.",
+    ),
     "causal_mask_added": (
         "a causal mask is applied (each query sees only itself and the keys before it), where "
         "this exercise's attention has no mask",

@@ -1188,7 +1188,7 @@ def test_p9_code_right_only_at_the_stated_sizes_gets_no_tick(fn, check, numbers)
         says=(
             "✗ Right at the check's first sizes (B = 2, T = 5, d_model = 12",
             "but not at a second set (B = 1, T = 3, d_model = 16",
-            "right only at the stated sizes: does it hard-code a size",
+            "right at the first sizes only: does it hard-code a size",
             f"equal a size of the first check: {numbers}.",
         ),
         never=("✓",),

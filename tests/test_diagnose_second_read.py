@@ -1,0 +1,160 @@
+"""helpers.diagnose on slips a second round of cold tries found: a masked score filled with a
+finite number (the leak hides under the tolerance), d_k and num_heads swapped, a causal mask inside
+F.scaled_dot_product_attention where none is asked for, state kept between calls, and a merge
+blamed on its own line after an earlier slip. Each learner function is written by hand, one slip,
+with the line the message must point at marked `# <-`."""
+
+import inspect
+import math
+
+import torch
+import torch.nn.functional as F
+
+from helpers.diagnose import diagnose
+
+
+def marked_line(fn) -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return next(start + i for i, line in enumerate(lines) if "# <-" in line)
+
+
+def says(message: str, *texts: str) -> None:
+    for text in texts:
+        assert text in message, f"{text!r} missing from:\n{message}"
+
+
+def mask_filled_with_minus_ten(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), -10.0)  # <-
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def mask_filled_with_minus_1e9(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), -1e9)
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def test_a_finite_fill_is_named_even_when_the_output_is_within_tolerance():
+    result = diagnose(mask_filled_with_minus_ten, echo=False)
+    assert not result.ok
+    assert result.mistakes == ("mask_filled_with_a_finite_number",), result.message
+    assert list(result.lines) == [marked_line(mask_filled_with_minus_ten)]
+    says(result.message, "finite value (-10) instead of −inf", "under the check's tolerance")
+    # -1e9 gives exactly 0 after the softmax: no leak, a ✓
+    assert diagnose(mask_filled_with_minus_1e9, echo=False).ok
+
+
+def d_k_and_num_heads_swapped(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = num_heads
+    h = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, h, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))  # <-
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def four_heads_written_in(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // 4
+    q, k, v = ((x @ w.T).view(B, T, 4, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))  # <-
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def test_d_k_and_num_heads_swapped_is_said_so_and_a_written_4_is_not():
+    swapped = diagnose(d_k_and_num_heads_swapped, echo=False)
+    assert not swapped.ok
+    assert list(swapped.lines) == [marked_line(d_k_and_num_heads_swapped)], swapped.message
+    says(swapped.message, "d_k and num_heads are swapped", "4 heads of 3 here")
+    written = diagnose(four_heads_written_in, echo=False)
+    assert not written.ok
+    assert "swapped" not in written.message, written.message
+    says(written.message, "a number written in")
+
+
+def sdpa_causal(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    q, k, v = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # <-
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def sdpa_scaled_twice(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    q, k, v = ((x @ w.T).view(B, T, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    q = q / math.sqrt(q.shape[-1])
+    out = F.scaled_dot_product_attention(q, k, v)
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_a_causal_mask_inside_sdpa_is_named_and_an_unseen_difference_is_not_guessed():
+    causal = diagnose(sdpa_causal, echo=False, mask=False)
+    assert not causal.ok
+    assert list(causal.lines) == [marked_line(sdpa_causal)], causal.message
+    says(causal.message, "with a causal mask", "is_causal=True")
+    other = diagnose(sdpa_scaled_twice, echo=False, mask=False)
+    assert not other.ok
+    assert "causal" not in other.message, other.message
+
+
+KEPT = {}
+
+
+def keys_kept_from_the_first_call(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    if "k" not in KEPT:
+        KEPT["k"] = (x @ w_k.T).view(B, T, num_heads, d_k).transpose(1, 2)
+    k = KEPT["k"]
+    q, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+CALLS = []
+
+
+def scaled_from_the_second_call(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    CALLS.append(1)
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T * (1.0 if len(CALLS) == 1 else 2.0)
+
+
+def test_state_kept_between_calls_is_named_not_only_blamed_on_the_sizes():
+    KEPT.clear()
+    kept = diagnose(keys_kept_from_the_first_call, echo=False)
+    assert not kept.ok
+    says(kept.message, "reuse something from an earlier call", "the dict KEPT")
+    CALLS.clear()
+    again = diagnose(scaled_from_the_second_call, echo=False, mask=False)
+    assert not again.ok
+    says(again.message, "a second call with the same inputs is not", "the list CALLS")
+
+
+def test_a_right_function_with_no_state_gets_no_state_message():
+    """The wrong object: a right function that keeps nothing must still get its ✓."""
+    assert diagnose(mask_filled_with_minus_1e9, echo=False, mask=False).ok
