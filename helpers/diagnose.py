@@ -44,6 +44,7 @@ import functools
 import inspect
 import itertools
 import re
+import sysconfig
 import textwrap
 import time
 import traceback
@@ -117,6 +118,7 @@ class Finding:
     headline: str = ""  # what differs, in place of the stage's words and the detail
     only: tuple[str, ...] = ()  # a mistake made in some of q, k and v only: those ("k",)
     right: tuple[str, ...] = ()  # ... and those the learner made right ("q", "v")
+    source: Record | None = None  # a layout step's input from another line (see _layout_source)
 
 
 @dataclass
@@ -454,6 +456,52 @@ def _heads_hint(
     words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", code))
     names = [n for n in outside if n in words]
     count = finding.mistake.removeprefix(WRONG_NUM_HEADS)
+    cut = next(v for n, v in run.reference.items() if n in ("q_heads", "out"))
+    heads, d_k = cut.shape[1], cut.shape[-1]  # the right cut is (B, h, T, d_k)
+    if swapped is not None and d_k != heads and swapped():
+        # the output is the reference's with d_model / num_heads heads, at both sizes: whatever
+        # number of heads explained most at the first sizes, that is the number cut
+        count, split = str(d_k), "split" in words and "chunk" not in words
+        how = (
+            "the split on this line" if split else "how this line gets the number of heads and d_k"
+        )
+        hint = (
+            f"look at {how}: it cuts d_model / num_heads heads of num_heads features each "
+            f"({count} heads of {heads} here, and the same swap at the check's second sizes): d_k "
+            "and num_heads are swapped. Each of num_heads heads should get d_k = d_model // "
+            "num_heads features."
+        )
+        if split:
+            hint += " Tensor.split(n, dim) cuts pieces of n features each, not n pieces."
+        headline = (
+            f"{{cut}} cut into d_model / num_heads heads of num_heads features ({count} heads of "
+            f"{heads} here): d_k and num_heads are swapped"
+        )
+        return dataclasses.replace(
+            finding, mistake=f"{WRONG_NUM_HEADS}{count}", hint=hint, headline=headline
+        )
+    b_t = (cut.shape[0], cut.shape[2])  # (B, T)
+    line = finding.record.lineno if finding.record is not None else None
+    cuts = [tuple(r.tensor.shape) for r in run.records if r.lineno == line and r.tensor.dim() == 4
+            and (r.tensor.shape[0], r.tensor.shape[2]) == b_t]  # fmt: skip
+    shape = cuts[-1] if line is not None and cuts else ()
+    if len(shape) == 4 and shape[1] != int(count) and shape[1] * shape[3] == heads * d_k:
+        # the learner's own cut has another number of heads than the one that explained most:
+        # say what the cut is, not the count (nor what follows from it)
+        got, width = shape[1], shape[3]
+        swap = (got, width) == (d_k, heads)
+        headline = (
+            f"{{cut}} cut into {got} heads of {width} features, where the check expects "
+            f"num_heads = {heads} heads of d_k = {d_k}" + (": d_k and num_heads are swapped" * swap)
+        )
+        hint = (
+            "look at how this line gets the number of heads and each head's width: each of "
+            "num_heads heads should get d_k = d_model // num_heads features. The check cannot "
+            "tell what else differs until the cut is right."
+        )
+        return dataclasses.replace(
+            finding, mistake=f"{WRONG_NUM_HEADS}{got}", hint=hint, headline=headline
+        )
     if "split" in words and "chunk" not in words:
         hint = (
             "look at the split on this line: Tensor.split(n, dim) cuts pieces of n features "
@@ -477,27 +525,11 @@ def _heads_hint(
             "num_heads says. Take the number of heads (and d_k) from the num_heads argument, not "
             "a number written in."
         )
-    elif swapped is not None and swapped():
-        cut = next(v for n, v in run.reference.items() if n in ("q_heads", "out"))
-        heads = cut.shape[1]  # num_heads: the right cut is (B, h, T, d_k)
-        hint = (
-            f"look at how this line gets the number of heads and d_k: it cuts d_model / "
-            f"num_heads heads of num_heads features each ({count} heads of {heads} here, and "
-            "the same swap at the check's second sizes): d_k and num_heads are swapped. Each "
-            "of num_heads heads should get d_k = d_model // num_heads features."
-        )
-        headline = (
-            f"{{cut}} cut into d_model / num_heads heads of num_heads features ({count} heads of "
-            f"{heads} here): d_k and num_heads are swapped"
-        )
-        return dataclasses.replace(finding, hint=hint, headline=headline)
     else:
         hint = (
             f"look at how this line gets the number of heads: at these sizes it cuts {count} "
-            f"head{'' if count == '1' else 's'}, where num_heads is "
-            f"{next(v for n, v in run.reference.items() if n in ('q_heads', 'out')).shape[1]}. "
-            "Take "
-            "the number of heads (and d_k = d_model // num_heads) from the num_heads argument."
+            f"head{'' if count == '1' else 's'}, where num_heads is {heads}. Take the number of "
+            "heads (and d_k = d_model // num_heads) from the num_heads argument."
         )
     return dataclasses.replace(finding, hint=hint)
 
@@ -681,6 +713,13 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
     own = {n: i for n, i in found.items() if n not in found.borrowed}
     changed = [n for n in after if n not in before or not _same(before[n], after[n])]
     home = HOME.get(name)
+    if home in changed and home in found.borrowed:  # k made with w_q: the record like q's, after it
+        taken = records[found[home]]
+        twins = [r for r in records[found[home] + 1 :]
+                 if r.tensor.shape == taken.tensor.shape and r.lineno != taken.lineno
+                 and r.dtype.is_floating_point and _same(r.tensor, taken.tensor)]  # fmt: skip
+        if twins:
+            return home, twins[0]
     if home in own and home in changed:
         if home == "out" and name != "w_o_missing":  # `return out`: the line that made out
             return home, _made_at_records(records)
@@ -951,6 +990,9 @@ def _explain(
             i = _role(target, run.stages, run.found, run.records) if i is None else i
             followed.append((run, run.records[i] if i is not None else None))
         record = followed[0][1]
+        if record is not None:  # k made with w_v: not v's own line, but the line like it
+            record = _own_twin(record, target, first)
+            followed[0] = (followed[0][0], record)
         if record is not None and _same_in_some_form(record.tensor, target, first.stages[target]):
             break  # the learner's tensor there is right: the departure is not one to name
         if any(f.stage == stage and f.record is record for f in findings):
@@ -1001,8 +1043,12 @@ def _explain(
             run.given[target] = r.tensor
             run.stages, run.found = run.trial(tuple(made))
     findings = [_blamed_input(f, runs, at) for f, at in zip(findings, stages_at)]
+    findings = [_layout_source(f, runs) for f in findings]
     findings = [_outside_divisor(f, runs[0], outside) or f for f in findings]
     findings = [_heads_hint(f, runs[0], outside, written, swapped) for f in findings]
+    cut = next((f for f in findings if f.headline.startswith("{cut} cut into")), None)
+    if cut is not None:  # a cut into another number of heads: what follows it is not known
+        findings = [cut]
     return sorted(findings, key=lambda f: f.position)
 
 
@@ -1110,6 +1156,58 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
     return dataclasses.replace(finding, record=moved, position=_position(moved, runs))
 
 
+def _only_layout_calls(code: str) -> bool:
+    """Whether a line's calls only lay numbers out anew or average them (`return x.mean(0)`)."""
+    calls = re.findall(r"\.?([A-Za-z_]\w*)\s*\(", code or "")
+    allowed = _REARRANGE | _SELECTS | set(_JOINS) | set(_REDUCTIONS) | {"stack"}
+    return bool(calls) and all(c in allowed for c in calls)
+
+
+def _layout_source(finding: Finding, runs: list[_Run]) -> Finding:
+    """A finding whose line only lays numbers out anew (a permute, a stack, a mean, an index)
+    from a tensor made on another line by such a step too (a view, a split, slices, an index):
+    the slip may be on either line, or in an index those lines use. Names that input's line as
+    the finding's `source`; a step whose input comes from a product or a softmax stays as it is
+    (its own line is the place)."""
+    layout = _REARRANGE | _SELECTS | set(_JOINS) | set(_REDUCTIONS) | {"stack", "index_select"}
+    record = finding.record
+    if record is None or record.lineno is None:
+        return finding
+    run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
+    if _op(record) == "return" or not any(x is record for x in run.records):
+        # the value returned (or a copy of its record): the step on that line that made it
+        made = [r for r in run.records if r.lineno == record.lineno and _op(r) != "return"
+                and r.tensor.shape == record.tensor.shape]  # fmt: skip
+        if made:
+            record = made[-1]
+        elif not finding.mistake and _only_layout_calls(record.code):  # `return x.mean(0)`
+            before = [r for r in run.records if r.lineno != record.lineno
+                      and r.dtype.is_floating_point and _op(r) != "return"]  # fmt: skip
+            last = before[-1] if before else None
+            if last is not None and _op(last).strip("_") in layout | {"getitem"}:
+                return dataclasses.replace(finding, source=last)
+            return finding
+    if _op(record).strip("_") not in layout:
+        return finding
+    if finding.mistake and _op(record) in _REDUCTIONS:  # a named sum or mean: that line's own
+        return finding
+    seen, todo, inputs = set(), list(record.parents), []
+    while todo:  # the tensors this line was given, from other lines
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        r = run.records[j]
+        if r.lineno == record.lineno:
+            todo += r.parents
+        elif r.dtype.is_floating_point:
+            inputs.append(r)
+    laid_out = [r for r in inputs if _op(r).strip("_") in layout | {"getitem"}]
+    if not laid_out or len(laid_out) != len(inputs):
+        return finding
+    return dataclasses.replace(finding, source=max(laid_out, key=lambda r: r.lineno or 0))
+
+
 def _fused_call(record: Record, stage: str, run: _Run, hint: str) -> tuple[str, str]:
     """(headline, hint) for a difference made inside F.scaled_dot_product_attention, whose
     weights the check cannot see: a causal mask where the run has none is named (is_causal=True);
@@ -1137,6 +1235,25 @@ def _fused_call(record: Record, stage: str, run: _Run, hint: str) -> tuple[str, 
         "argument of the call: q, k, v, and any attn_mask (a float one is added to the scores; "
         "a boolean one means True = may attend), is_causal or scale."
     )
+
+
+def _own_twin(record: Record, stage: str, run: _Run) -> Record:
+    """The record to blame for `stage` when the one found holds another stage's numbers (k made
+    with w_v equals v): a record with the same numbers on another line that assigns a name like
+    the stage's (`k = ...`), when the one found assigns another (`v = ...`); else the one found."""
+
+    def assigned(r: Record) -> str:
+        match = re.match(r"\s*([A-Za-z_]\w*)\s*(?:,[^=]*)?=[^=]", r.code or "")
+        return match.group(1).lower() if match else ""
+
+    name = stage.split("_")[0]
+    if assigned(record) in ("", name):
+        return record
+    twins = [r for r in run.records
+             if r.lineno != record.lineno and r.dtype.is_floating_point
+             and r.tensor.shape == record.tensor.shape and _same(r.tensor, record.tensor)
+             and assigned(r) == name]  # fmt: skip
+    return twins[0] if twins else record
 
 
 def _same_line(j: int, stage: str, run: _Run) -> bool:
@@ -1554,6 +1671,12 @@ def _entry(
     if not where and not finding.mistake:
         where = "the check cannot tell which line of your code makes it."
     lines = [f"{indent}Where: {where}"] if where else []
+    if where and finding.source is not None and finding.source.where:
+        lines.append(
+            f"{indent}  It is made from {finding.source.where}; this step only rearranges, "
+            "stacks or averages numbers, so the check cannot tell whether the slip is on this "
+            "line or in what it is given."
+        )
     return head, [*lines, f"{indent}Hint: {hint}"]
 
 
@@ -1659,11 +1782,19 @@ def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -
     raise _Halted(f"{head} Hint: does a loop there never end? {rest}")
 
 
+_LIBRARY_DIRS = tuple(
+    {sysconfig.get_paths()[name] for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+
 def _where_in_learner_code(err: BaseException) -> str:
-    """' (line 7: `scores = q @ k`)' for the deepest frame outside helpers and torch, if any."""
+    """' (line 7: `scores = q @ k`)' for the deepest frame in the learner's own code (not in
+    helpers, torch, Python's standard library or an installed package: a RecursionError can be
+    raised inside linecache or warnings), if any."""
     frames = [
         f for f in traceback.extract_tb(err.__traceback__)
         if not re.search(r"[/\\](helpers|torch)[/\\]", f.filename)
+        and not f.filename.startswith(_LIBRARY_DIRS) and not f.filename.startswith("<frozen")
     ]  # fmt: skip
     if not frames:
         return ""

@@ -7,7 +7,6 @@ with the line the message must point at marked `# <-`."""
 import inspect
 import math
 
-import torch
 import torch.nn.functional as F
 
 from helpers.diagnose import diagnose
