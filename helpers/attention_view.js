@@ -1140,6 +1140,52 @@ function guardPanelKeys(v) {
   window.addEventListener("keydown", beforeTheApp, true);
 }
 
+// The h slider's working stops. With `every_h` off, h stops only where d_model / h is whole: the
+// kernel sends those h for each d_model (`h_stops`); the rule is helpers/panels/base.py's
+// `_working_h`. A key press goes on the way it moved (4 → 5 goes on to 8 at d_model = 64), a drag,
+// a new d_model or the switch turned off go to the nearest (the larger on a tie).
+function workingH(stops, h, previous) {
+  if (!stops || !stops.length || stops.includes(h)) return h;
+  const up = stops.filter((s) => s > h), down = stops.filter((s) => s < h);
+  if (previous !== null && h > previous && up.length) return up[0];
+  if (previous !== null && h < previous && down.length) return down[down.length - 1];
+  if (up.length && (!down.length || up[0] - h <= h - down[down.length - 1])) return up[0];
+  return down[down.length - 1];
+}
+
+// Moves h on to a working stop; true if it did (the view then draws on that change, not this one).
+// After jslink's update of this very change, so that jslink carries the new h to the slider too.
+function keepHWorking(v, changed) {
+  const { model } = v;
+  const stops = (model.get("h_stops") || {})[String(model.get("d_model"))];
+  const h = model.get("h");
+  const previous = changed === "h" && v.byKeys ? v.h : null;
+  v.h = model.get("every_h") ? h : workingH(stops, h, previous);
+  if (v.h === h) return false;
+  const next = v.h;
+  Promise.resolve().then(() => {
+    model.set("h", next);
+    model.save_changes();
+  });
+  return true;
+}
+
+// Whether the last move in this panel came from the keyboard (a key steps on) or the pointer
+function watchHowControlsMove(v) {
+  const inPanel = (event) => {
+    const panel = v.el.closest(".course-panel");
+    return panel && event.target instanceof Node && panel.contains(event.target);
+  };
+  const onKey = (event) => { if (inPanel(event)) v.byKeys = MOVES.includes(event.key); };
+  const onPointer = (event) => { if (inPanel(event)) v.byKeys = false; };
+  window.addEventListener("keydown", onKey, true);
+  window.addEventListener("pointerdown", onPointer, true);
+  return () => {
+    window.removeEventListener("keydown", onKey, true);
+    window.removeEventListener("pointerdown", onPointer, true);
+  };
+}
+
 // Events: the mouse, the keyboard, the model's traits and messages, size and zoom. Returns the clean-up.
 function listen(v) {
   const { model, canvas } = v;
@@ -1161,6 +1207,15 @@ function listen(v) {
   const controls = [...new Set([...model.get("key_by"), model.get("focus_by")].filter(Boolean))];
   const redraw = () => draw(v);
   for (const name of [...traits, ...controls]) model.on(`change:${name}`, redraw);
+  // h, d_model and the switch first move h to a working stop; the view draws once h is there
+  const stopping = Object.keys(model.get("h_stops") || {}).length ? ["h", "d_model", "every_h"] : [];
+  const stops = Object.fromEntries(stopping.map((name) => [name, () => keepHWorking(v, name) || redraw()]));
+  for (const name of stopping) {
+    if (controls.includes(name)) model.off(`change:${name}`, redraw);
+    model.on(`change:${name}`, stops[name]);
+  }
+  const stopWatching = watchHowControlsMove(v);
+  v.h = model.get("h"); // where h was before a move
   const reload = () => {
     loadTraits(v.store, model); // a first set, or a whole new one (a new text)
     draw(v);
@@ -1178,6 +1233,8 @@ function listen(v) {
   return () => {
     resize.disconnect();
     stopZoom();
+    stopWatching();
+    for (const name of stopping) model.off(`change:${name}`, stops[name]);
     for (const name of [...traits, ...controls]) model.off(`change:${name}`, redraw);
     for (const name of ["frames", "blocks", "buffer"]) model.off(`change:${name}`, reload);
     model.off("msg:custom", onDelta);

@@ -15,7 +15,8 @@ follow it through every head, and switch between maps and lines (query → key, 
 From the keyboard: Tab reaches the maps; the arrow keys move an outlined cell (query, key, and on
 into the next head), Page Up/Down change head, Enter or Space follows the query, Escape leaves; the
 cell's text is shown as on hover and given to a screen reader (aria-live). Arrow keys pressed
-anywhere in a panel stay in it (JupyterLab would move to another cell).
+anywhere in a panel stay in it (JupyterLab would move to another cell). With `h_stops` sent and
+`every_h` off, the h slider stops only where d_model / h is whole: the browser moves it on.
 """
 
 from __future__ import annotations
@@ -72,6 +73,10 @@ class AttentionView(anywidget.AnyWidget):
     # the controls a panel may tie to the view
     h = traitlets.Int(1).tag(sync=True)
     d_model = traitlets.Int(0).tag(sync=True)
+    # the h that divide each d_model ({"64": [1, 2, 4, 8, 16]}): with every_h off, h stops only
+    # there (the browser moves a press from 4 to 5 on to 8); every_h on: at every h, with the ✗
+    h_stops = traitlets.Dict().tag(sync=True)
+    every_h = traitlets.Bool(True).tag(sync=True)
     d_k = traitlets.Int(0).tag(sync=True)
     t_k = traitlets.Int(0).tag(sync=True)  # the number of keys (context tokens)
     kv = traitlets.Int(0).tag(sync=True)  # which K/V-head choice (an index into its buttons)

@@ -8,7 +8,9 @@ The rule (minutes), counted on the committed notebook:
 - figures: 1 per image a cell shows (looked at, one question asked);
 - panels: 3 per interactive panel (a cell that builds a helpers.panels explorer: move each
   control once, read the table);
-- exercises: 8 per «✏️ Exercise» heading (write a few lines, run the checker, fix once).
+- exercises: 8 per «✏️ Exercise» heading (write a few lines, run the checker, fix once);
+- predictions: 1 per «predict, then run» question (a cell that builds a `Predict(`: the class
+  thinks, types an answer and checks it).
 
 Checked against a cold read of the former 13-notebook course, as a student new to it would take
 it (minutes per notebook in the issue that asked for this rule): the rule was within 6 minutes of
@@ -32,6 +34,8 @@ CODE_LINES_PER_MINUTE = 5
 MINUTES_PER_FIGURE = 1
 MINUTES_PER_PANEL = 3
 MINUTES_PER_EXERCISE = 8
+MINUTES_PER_PREDICTION = 1
+PREDICT = re.compile(r"\bPredict\(")
 PANEL = re.compile(r"\b[A-Z]\w*Explorer\(")
 EXERCISE = re.compile(r"^#+ ✏️ Exercise", re.MULTILINE)
 
@@ -44,6 +48,7 @@ class ClassTime:
     figures: int
     panels: int
     exercises: int
+    predictions: int = 0
 
     @property
     def minutes(self) -> float:
@@ -53,6 +58,7 @@ class ClassTime:
             + self.figures * MINUTES_PER_FIGURE
             + self.panels * MINUTES_PER_PANEL
             + self.exercises * MINUTES_PER_EXERCISE
+            + self.predictions * MINUTES_PER_PREDICTION
         )
 
 
@@ -77,6 +83,7 @@ def class_time(path: Path) -> ClassTime:
         figures=sum(_figures(c) for c in code),
         panels=sum(bool(PANEL.search("".join(c["source"]))) for c in code),
         exercises=sum(len(EXERCISE.findall(text)) for text in markdown),
+        predictions=sum(bool(PREDICT.search("".join(c["source"]))) for c in code),
     )
 
 
@@ -85,15 +92,17 @@ def course_times(folder: Path = NOTEBOOKS) -> list[ClassTime]:
 
 
 def table(times: list[ClassTime]) -> str:
-    columns = ("words", 5), ("code", 4), ("figs", 4), ("panels", 6), ("ex", 2), ("min", 4)
+    columns = (
+        ("words", 5), ("code", 4), ("figs", 4), ("panels", 6), ("ex", 2), ("pred", 4), ("min", 4)
+    )  # fmt: skip
     head = f"{'notebook':36} " + " ".join(f"{name:>{width}}" for name, width in columns)
     rows = [
         f"{t.name:36} {t.words:5d} {t.code_lines:4d} {t.figures:4d} {t.panels:6d} "
-        f"{t.exercises:2d} {t.minutes:4.0f}"
+        f"{t.exercises:2d} {t.predictions:4d} {t.minutes:4.0f}"
         for t in times
     ]
     total = sum(t.minutes for t in times)
-    return "\n".join([head, *rows, f"{'total':36} {'':26} {total:4.0f}"])
+    return "\n".join([head, *rows, f"{'total':36} {'':31} {total:4.0f}"])
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ with the line the message must point at marked `# <-`."""
 import inspect
 import math
 
+import torch
 import torch.nn.functional as F
 
-from helpers.diagnose import diagnose
+from helpers.diagnose import check_exercise, diagnose
 
 
 def marked_line(fn) -> int:
@@ -157,3 +158,66 @@ def test_state_kept_between_calls_is_named_not_only_blamed_on_the_sizes():
 def test_a_right_function_with_no_state_gets_no_state_message():
     """The wrong object: a right function that keeps nothing must still get its ✓."""
     assert diagnose(mask_filled_with_minus_1e9, echo=False, mask=False).ok
+
+
+# --- a second cold trial: which line, and how many heads --------------------------------------
+
+
+def _cut(t, i, num_heads, d_k):
+    if i == num_heads:
+        return []
+    return [t[..., i * d_k : (i + 1) * d_k]] + _cut(t, i + 2, num_heads, d_k)  # <-
+
+
+def split_by_a_recursion_that_never_ends(t, num_heads):
+    return torch.stack(_cut(t, 0, num_heads, t.shape[-1] // num_heads), dim=1)
+
+
+def test_a_recursion_error_names_the_learners_line_not_the_standard_librarys():
+    result = check_exercise(split_by_a_recursion_that_never_ends, "split_heads", echo=False)
+    assert not result.ok
+    says(result.message, "RecursionError", f"(line {marked_line(_cut)}: `return [t[...,")
+
+
+def view_with_d_k_and_num_heads_swapped(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, d_k, num_heads).transpose(1, 2) for w in (w_q, w_k, w_v))  # <-
+    out = (q @ k.transpose(-2, -1) / d_k**0.5).softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_a_cut_into_other_heads_says_what_the_cut_is_and_nothing_after_it():
+    """The wrong object: 'cut into 1 head' (what explained most) and a second finding after it."""
+    result = diagnose(view_with_d_k_and_num_heads_swapped, echo=False, mask=False)
+    assert not result.ok and len(result.findings) == 1, result.message
+    assert list(result.lines) == [marked_line(view_with_d_k_and_num_heads_swapped)]
+    says(result.message, "cut into 4 heads of 3 features", "d_k and num_heads are swapped")
+    assert "1 head" not in result.message
+
+
+def keys_made_with_w_q(x, w_q, w_k, w_v):
+    q = x @ w_q.T
+    k = x @ w_q.T  # <-
+    v = x @ w_v.T
+    scores = q @ k.transpose(-2, -1) / math.sqrt(w_q.shape[0])
+    return scores.softmax(-1) @ v
+
+
+def test_keys_made_with_w_q_are_blamed_on_the_keys_line_not_the_scores():
+    result = check_exercise(keys_made_with_w_q, "one_head", echo=False)
+    assert result.mistakes == ("keys_from_w_q",), result.message
+    assert list(result.lines) == [marked_line(keys_made_with_w_q)]
+
+
+def split_with_overlapping_slices(t, num_heads):
+    d_k = t.shape[-1] // num_heads
+    heads = [t[:, :, i : i + d_k] for i in range(num_heads)]  # <-
+    return torch.stack(heads, dim=1)
+
+
+def test_a_stack_of_wrong_slices_names_both_lines_and_says_it_cannot_tell_which():
+    result = check_exercise(split_with_overlapping_slices, "split_heads", echo=False)
+    assert not result.ok
+    line = marked_line(split_with_overlapping_slices)
+    says(result.message, f"It is made from line {line}:", "the check cannot tell whether the slip")

@@ -80,7 +80,15 @@ def test_the_panels_frames_cover_every_setting_and_equal_the_live_panel(built):
     frames = panel["traits"]["frames"]
     assert len(frames) == 16 * 64  # h = 1 .. 16, d_model = 8 .. 512 by 8
     assert "not divisible by h = 3" in frames["d_model=64|h=3"]["error"]
-    assert [c["name"] for row in panel["rows"] for c in row] == ["h", "d_model"]
+    assert [c["name"] for row in panel["rows"] for c in row] == ["h", "d_model", "every_h"]
+    # the page steps h over what cannot work, as JupyterLab does, until the switch is ticked
+    assert panel["traits"]["every_h"] is False and panel["traits"]["h_stops"]["64"] == [
+        1,
+        2,
+        4,
+        8,
+        16,
+    ]
     for h, d_model in [(4, 64), (8, 512), (1, 8)]:
         live = HeadsExplorer(h=4, d_model=64)
         live.h_slider.value, live.d_model_slider.value = h, d_model

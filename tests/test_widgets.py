@@ -2,6 +2,7 @@
 explain; every setting a control reaches next is already there."""
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -105,6 +106,7 @@ def test_a_step_sends_only_the_frames_it_adds_and_drops(monkeypatch):
 
 def test_heads_explorer_impossible_combination_says_why_and_recovers():
     panel = HeadsExplorer(h=4, d_model=64)
+    panel.every_h.value = True  # every h stops, with the ✗ for the impossible ones
     panel.h_slider.value = 3
     message = panel.message
     assert message == (
@@ -181,6 +183,7 @@ def test_block_matrix_explorer_cuts_one_matrix_and_checks_live():
     assert panel.current.block == panel.view.frame("d_model=32|h=4").block  # sent once
     assert "(32, 4)" in panel.table and "✓ all 8 maps: fused = per-head" in panel.table
     assert panel.message == "W^Q cut into h = 8 blocks of d_k = 4 columns"
+    panel.every_h.value = True  # every h stops, with the ✗ for the impossible ones
     panel.h_slider.value = 5
     assert panel.message.endswith("h that work here: 1, 2, 4, 8, 16.")
     assert panel.current.block is None  # the browser greys the last good frame
@@ -217,6 +220,7 @@ def test_one_vs_many_explorer_shows_one_map_beside_h_and_checks_the_score_identi
     assert panel.maps.shape == (9, 7, 7) and "(1, 8, 7, 7)" in panel.table
     gap = float(panel.table.split("max |out_one − out_8| = ")[1].split("<")[0])
     assert gap > 0.1
+    panel.every_h.value = True  # every h stops, with the ✗ for the impossible ones
     panel.h_slider.value = 5
     assert panel.message.endswith("h that work here: 1, 2, 3, 4, 6, 8, 12, 16.")
 
@@ -258,6 +262,7 @@ def test_cross_attention_explorer_draws_t_q_by_t_k_maps_of_the_module():
 
 def test_cross_attention_explorer_explains_an_impossible_h():
     panel = CrossAttentionExplorer(h=4, d_model=32)
+    panel.every_h.value = True  # every h stops, with the ✗ for the impossible ones
     panel.h_slider.value = 5
     assert panel.message.startswith("d_model = 32 is not divisible by h = 5")
     assert panel.message.endswith("h that work here: 1, 2, 4, 8, 16.")
@@ -358,6 +363,41 @@ def test_circuits_explorer_rebuilds_the_maps_from_w_qk_and_counts_ranks():
         assert panel.table.count("<rect") == h + 1  # one bar per head, one for the wide head
         assert panel.message == f"{plural(h, 'head')}, each W_QK,i of rank {d_k}"
     assert x.shape == (1, 7, 32)
+    panel.every_h.value = True  # every h stops, with the ✗ for the impossible ones
     panel.h_slider.value = 5
     assert panel.message.startswith("d_model = 128 is not divisible by h = 5")
     assert panel.current.block is None
+
+
+def test_by_default_h_steps_over_the_values_that_cannot_work():
+    """The default: every press of the h slider changes the maps. A move to an h that does not
+    divide d_model goes on the way it moved (4 → 5 goes to 8 at d_model = 64, 8 → 7 to 4); a new
+    d_model that h does not divide takes h to the nearest that does. The every-h switch lets h
+    stop anywhere, with the ✗ (the wrong object: a panel that stops at 5 with the switch off)."""
+    panel = HeadsExplorer(h=4, d_model=64)
+    assert not panel.every_h.value and panel.view.h_stops["64"] == [1, 2, 4, 8, 16]
+    assert panel.view.h_stops["96"] == [1, 2, 3, 4, 6, 8, 12, 16]
+    panel.h_slider.value = 5
+    assert panel.h_slider.value == 8 and panel.message.startswith("8 heads of d_k = 64 / 8 = 8")
+    panel.h_slider.value = 7
+    assert panel.h_slider.value == 4
+    panel.d_model_slider.value = 72  # 4 divides 72: h stays
+    assert panel.h_slider.value == 4
+    panel.h_slider.value = 12
+    panel.d_model_slider.value = 80  # 12 does not divide 80: the nearest that does, 10
+    assert panel.h_slider.value == 10
+    panel.every_h.value = True
+    panel.h_slider.value = 3
+    assert panel.h_slider.value == 3 and "is not divisible by h = 3" in panel.message
+    panel.every_h.value = False  # switched off on an impossible h: to the nearest that works
+    assert panel.h_slider.value == 2 or panel.h_slider.value == 4
+
+
+def test_the_browser_and_the_kernel_step_h_by_the_same_rule():
+    from helpers.panels.base import _working_h
+
+    stops = [1, 2, 4, 8, 16]
+    assert [_working_h(stops, 5, 4), _working_h(stops, 7, 8), _working_h(stops, 6)] == [8, 4, 8]
+    assert [_working_h(stops, 3), _working_h(stops, 16, 15), _working_h([], 5, 4)] == [4, 16, 5]
+    js = (Path(__file__).parents[1] / "helpers" / "attention_view.js").read_text()
+    assert "function workingH(stops, h, previous)" in js

@@ -23,7 +23,8 @@ One module per panel, named by what it shows (the notebook that builds it in bra
 - `cross_attention` (13): T_q × T_k maps for any h and source length;
 - `shared_kv` (15): query heads over fewer K/V heads: maps, parameters, the cache;
 - `circuits` (17): each head's maps rebuilt from W_QK, and the ranks of W_QK;
-- `induction` (18): a trained two-layer causal model's heads on a repeated sequence.
+- `induction` (18): a trained two-layer causal model's heads on a repeated sequence;
+- `predict`: "predict, then run", a question the class answers before the cell that shows it.
 """
 
 from helpers.panels.base import H_MAX, plural
@@ -35,6 +36,7 @@ from helpers.panels.induction import InductionExplorer, TrainingView
 from helpers.panels.one_head import QueryExplorer
 from helpers.panels.one_vs_many import OneVsManyExplorer
 from helpers.panels.parameters import ParameterExplorer
+from helpers.panels.predict import Predict
 from helpers.panels.real_heads import RealHeadsExplorer
 from helpers.panels.scaling import D_KS, ScalingExplorer
 from helpers.panels.shared_kv import SharedKVExplorer
@@ -54,6 +56,7 @@ __all__ = [
     "CircuitsExplorer",
     "InductionExplorer",
     "TrainingView",
+    "Predict",
     "H_MAX",
     "plural",
 ]

@@ -17,6 +17,7 @@ from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_shape
 
 H_MAX = 16  # the h slider's range is 1 .. H_MAX
+EVERY_H = "every h (show the impossible ones)"  # the switch that lets h stop where it cannot work
 
 
 def plural(n: int, word: str) -> str:
@@ -59,6 +60,40 @@ def _h_slider(h: int) -> widgets.IntSlider:
         value=h, min=1, max=H_MAX, description="h (heads)", continuous_update=True,
         style={"description_width": "80px"},
     )  # fmt: skip
+
+
+def _every_h_switch() -> widgets.Checkbox:
+    """Off (the default): the h slider steps through the h that divide d_model, so every press
+    changes the maps. On: it stops at every h, and an impossible one says why (the ✗)."""
+    return widgets.Checkbox(value=False, description=EVERY_H, indent=False,
+                            layout=widgets.Layout(width="auto"))  # fmt: skip
+
+
+def _h_controls(panel, h: int, d_model: int = 0, high: int = 0) -> dict[str, widgets.Widget]:
+    """The h slider and its every-h switch, and with a `high` the d_model slider (8 .. high),
+    set on the panel as `h_slider`, `every_h` and `d_model_slider`: the controls of `_Panel`."""
+    panel.h_slider, panel.every_h = _h_slider(h), _every_h_switch()
+    controls = {"h": panel.h_slider}
+    if high:
+        panel.d_model_slider = _d_model_slider(d_model, high)
+        controls["d_model"] = panel.d_model_slider
+    return {**controls, "every_h": panel.every_h}
+
+
+def _working_h(stops: list[int], h: int, previous: int | None = None) -> int:
+    """h if it is one of the stops; else the next stop the way h moved from `previous` (a key
+    press from 4 to 5 goes on to 8 at d_model = 64); else the nearest (the larger on a tie).
+    The browser's `workingH` (attention_view.js) follows the same rule."""
+    if h in stops or not stops:
+        return h
+    up, down = [s for s in stops if s > h], [s for s in stops if s < h]
+    if previous is not None and h > previous and up:
+        return up[0]
+    if previous is not None and h < previous and down:
+        return down[-1]
+    if up and (not down or up[0] - h <= h - down[-1]):
+        return up[0]
+    return down[-1]
 
 
 def _d_model_slider(d_model: int, high: int) -> widgets.IntSlider:
@@ -111,6 +146,8 @@ def _describe(widget: widgets.Widget, controls: dict[str, widgets.Widget]) -> di
     if isinstance(widget, widgets.SelectionSlider):
         return {**common, "kind": "selection", "options": list(widget._options_labels),
                 "value": widget.index}  # fmt: skip
+    if isinstance(widget, widgets.Checkbox) and name:
+        return {**common, "kind": "switch", "value": widget.value}
     if isinstance(widget, widgets.IntSlider) and name:
         return {**common, "kind": "slider", "min": widget.min, "max": widget.max,
                 "step": widget.step, "value": widget.value}  # fmt: skip
@@ -135,6 +172,8 @@ class _Panel(widgets.VBox):
         rows: list[widgets.Widget] | None = None,
     ):
         self.controls, self.view = controls, view
+        if "every_h" in controls:
+            self._stop_h_where_it_works()
         for name, control in controls.items():
             selection = isinstance(control, _SELECTIONS)
             values = [v for _, v in getattr(control, "options", ())]
@@ -148,7 +187,8 @@ class _Panel(widgets.VBox):
             synced = "index" if selection else "value"
             widgets.jslink((control, synced), (view, name))
             control.observe(self._moved, names="value")  # ... and the kernel prefetches around
-        super().__init__([*(rows or [widgets.HBox(list(controls.values()))]), view])
+        switches_last = sorted(controls.values(), key=lambda c: isinstance(c, widgets.Checkbox))
+        super().__init__([*(rows or [widgets.HBox(switches_last)]), view])
         self.add_class("course-panel")  # its controls' text at 15 px (attention_view.css)
         self._moved()
 
@@ -192,6 +232,32 @@ class _Panel(widgets.VBox):
                 self.view.notice = ""
         except Exception as err:  # noqa: BLE001 - in class, a silent stale picture is worse
             self.view.notice = f"Unexpected {type(err).__name__}: {err}"
+
+    def _stop_h_where_it_works(self) -> None:
+        """With the every-h switch off, h stops only where d_model / h is whole: the view gets
+        those h for each d_model the panel offers (`h_stops`) and moves h on in the browser
+        (attention_view.js); a move made here in Python (a test, a cell) is moved on here."""
+        h, d_model = self.controls["h"], self.controls.get("d_model")
+        if d_model is None:
+            d_models = [self.view.d_model]  # the panel's own, fixed
+        else:
+            d_models = range(d_model.min, d_model.max + 1, d_model.step)
+        works = lambda d: [n for n in valid_head_counts(d) if n <= h.max]  # noqa: E731
+        self.view.h_stops = {str(d): works(d) for d in d_models}
+        h.observe(self._keep_h_working, names="value")
+        for control in (d_model, self.controls["every_h"]):
+            if control is not None:
+                control.observe(self._keep_h_working, names="value")
+
+    def _keep_h_working(self, change) -> None:
+        # a move from the browser was moved on there already: two movers would race
+        if self.controls["every_h"].value or "value" in change.owner._property_lock:
+            return
+        h, d_model = self.controls["h"], self.view.d_model
+        if "d_model" in self.controls:
+            d_model = self.controls["d_model"].value
+        previous = change.old if change.owner is h else None
+        h.value = _working_h(self.view.h_stops[str(d_model)], h.value, previous)
 
     def _ensure(self, setting: dict[str, int]) -> None:
         """Compute one setting's frame unless the view holds it; errors become its message."""

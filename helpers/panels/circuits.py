@@ -18,9 +18,8 @@ from helpers.panel_svg import (
     rank_bars_svg,
 )
 from helpers.panels.base import (
-    _d_model_slider,
     _every_h_near_this_d_model,
-    _h_slider,
+    _h_controls,
     _heads_or_why,
     _lines,
     _Panel,
@@ -47,10 +46,8 @@ class CircuitsExplorer(_Panel):
 
     def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 32, seed: int = 0):
         self.words, self.seed = tokens(sentence), seed
-        self.h_slider = _h_slider(h)
-        self.d_model_slider = _d_model_slider(d_model, high=128)
         view = AttentionView(key_by=["d_model", "h"], height=380)
-        super().__init__({"h": self.h_slider, "d_model": self.d_model_slider}, view)
+        super().__init__(_h_controls(self, h, d_model, high=128), view)
 
     _reachable = _every_h_near_this_d_model
 

@@ -14,7 +14,7 @@ from helpers.examples import SENTENCE, embed, seeded_attention, tokens
 from helpers.panels.base import (
     H_MAX,
     _around,
-    _h_slider,
+    _h_controls,
     _heads_or_why,
     _lines,
     _Panel,
@@ -44,13 +44,13 @@ class CrossAttentionExplorer(_Panel):
     ):
         self.source, self.target = tokens(source), tokens(target)
         self.d_model, self.seed = d_model, seed
-        self.h_slider = _h_slider(h)
+        controls = _h_controls(self, h)  # and the every-h switch, shown last
         self.t_k_slider = widgets.IntSlider(
             value=len(self.source), min=1, max=len(self.source), description="T_k (source)",
             style={"description_width": "110px"}, layout=widgets.Layout(width="420px"),
         )  # fmt: skip
-        view = AttentionView(key_by=["t_k", "h"], height=380)
-        super().__init__({"h": self.h_slider, "t_k": self.t_k_slider}, view)
+        view = AttentionView(key_by=["t_k", "h"], d_model=d_model, height=380)
+        super().__init__({**controls, "t_k": self.t_k_slider}, view)
 
     def _reachable(self, setting, radius):
         for t_k in _around(setting["t_k"], 1, len(self.source), 1, radius):

@@ -18,7 +18,7 @@ from helpers.palette import HEAD_COLOURS
 from helpers.panels.base import (
     H_MAX,
     _around,
-    _h_slider,
+    _h_controls,
     _heads_or_why,
     _lines,
     _Panel,
@@ -37,8 +37,8 @@ class OneVsManyExplorer(_Panel):
 
     def __init__(self, sentence: str = SENTENCE, h: int = 4, d_model: int = 48, seed: int = 0):
         self.words, self.seed, self.d_model = tokens(sentence), seed, d_model
-        self.h_slider = _h_slider(h)
-        super().__init__({"h": self.h_slider}, AttentionView(key_by=["h"], height=420))
+        view = AttentionView(key_by=["h"], d_model=d_model, height=420)  # h stops where it divides
+        super().__init__(_h_controls(self, h), view)
 
     def _reachable(self, setting, radius):
         return ({"h": h} for h in _around(setting["h"], 1, H_MAX, 1, H_MAX))

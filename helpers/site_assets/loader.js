@@ -110,6 +110,20 @@
     model.on(`change:${control.name}`, () => press(model.get(control.name)));
   }
 
+  // a switch (a Checkbox: 03's "every h"), a trait of the view as jslink ties it in JupyterLab
+  function checkbox(control, model, row) {
+    const box = element("div", "widget-inline-hbox widget-checkbox course-site-control", row);
+    const label = element("label", "widget-label-basic", box);
+    const input = element("input", "", label);
+    Object.assign(input, { type: "checkbox", checked: Boolean(control.value) });
+    input.dataset.control = control.name;
+    element("span", "", label).textContent = control.description;
+    input.addEventListener("change", () => model.set(control.name, input.checked));
+    model.on(`change:${control.name}`, () => {
+      input.checked = Boolean(model.get(control.name));
+    });
+  }
+
   // an input that needs Python (12's text box): shown as it was, with where it works; where the
   // build computed other sentences' frames (presets), a button for each
   function needsPython(control, row, live, model, presets) {
@@ -153,6 +167,7 @@
       for (const control of items) {
         if (control.kind === "slider" || control.kind === "selection") slider(control, model, row);
         else if (control.kind === "buttons") buttons(control, model, row);
+        else if (control.kind === "switch") checkbox(control, model, row);
         else needsPython(control, row, window.COURSE_LIVE || "run it with `make lab`", model, data.presets);
       }
     }
@@ -171,6 +186,63 @@
     img.style.width = data.width;
   }
 
+  // "Predict, then run" (helpers/panels/predict.py): the same reading of a typed answer as
+  // judge() there, and the same messages; tests/browser/test_site.py types into one
+  const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+  const SHAPE_TEXT = /^[\s\d(),\[\]x×*]*$/;
+  const shapeText = (shape) => (shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(", ")})`);
+  const numberText = (x) => String(Number(x.toPrecision(4)));
+  function judge(data, text) {
+    text = text.trim();
+    const hint = data.hint ? ` ${data.hint}` : "";
+    const answer = data.answer;
+    if (data.answer_kind === "shape") {
+      const numbers = text.match(/\d+/g);
+      if (!numbers || !SHAPE_TEXT.test(text)) return [null, "Type the shape as whole numbers, like (2, 3)."];
+      const guess = numbers.map(Number);
+      if (guess.length === answer.length && guess.every((n, i) => n === answer[i])) return [true, `✓ Right: ${shapeText(answer)}.`];
+      if (guess.length !== answer.length) {
+        return [false, `✗ Not ${shapeText(guess)}: the answer has ${answer.length} dims, not ${guess.length}.${hint}`];
+      }
+      return [false, `✗ Not ${shapeText(guess)}.${hint}`];
+    }
+    if (data.answer_kind === "number") {
+      if (!NUMBER.test(text)) return [null, "Type a number, like 0.5."];
+      const guess = Number(text);
+      if (Math.abs(guess - answer) <= data.tolerance * Math.max(1, Math.abs(answer))) return [true, `✓ Right: ${numberText(answer)}.`];
+      return [false, `✗ Not ${numberText(guess)}.${hint}`];
+    }
+    if (text === answer) return [true, `✓ Right: ${answer}.`];
+    return [false, `✗ Not ${text}.${hint}`];
+  }
+
+  function mountPredict(host, data) {
+    const body = element("div", "course-panel course-predict", host);
+    element("div", "", body).innerHTML = data.question; // built and escaped by the course's Python
+    const row = element("div", "widget-hbox course-site-row", body);
+    const feedback = element("div", "course-predict-feedback", body);
+    feedback.setAttribute("aria-live", "polite");
+    const say = (text) => { feedback.textContent = text; };
+    const check = (text) => say(text.trim() ? judge(data, text)[1] : "");
+    const button = (label, onClick) => {
+      const b = element("button", "jupyter-button widget-button", row);
+      b.type = "button";
+      b.textContent = label;
+      b.addEventListener("click", onClick);
+      return b;
+    };
+    if (data.answer_kind === "choice") {
+      for (const option of data.options) button(option, () => check(option)).dataset.option = option;
+    } else {
+      const input = element("input", "course-predict-input", row);
+      Object.assign(input, { type: "text", placeholder: `your prediction, like ${data.answer_kind === "shape" ? "(2, 3)" : "0.5"}` });
+      input.setAttribute("aria-label", "your prediction");
+      input.addEventListener("keydown", (event) => { if (event.key === "Enter") check(input.value); });
+      button("check", () => check(input.value));
+    }
+    button("show the answer", () => say(`The answer: ${data.answer_text}.`));
+  }
+
   function mount() {
     for (const host of document.querySelectorAll("[data-course-panel]")) {
       const data = (window.COURSE_PANELS || [])[Number(host.dataset.coursePanel)];
@@ -178,6 +250,7 @@
       try {
         if (!data) throw new Error("its frames are missing from this page");
         if (data.kind === "picture") mountPicture(host, data);
+        else if (data.kind === "predict") mountPredict(host, data);
         else mountPanel(host, data);
         if (waiting) waiting.remove();
       } catch (err) {

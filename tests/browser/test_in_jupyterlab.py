@@ -335,7 +335,7 @@ def test_lines_mode_shows_every_head_and_one_alone(lab, page):
     box.locator("button.av-mode:text-is('lines (query → key)')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "maps")
     h_slider = this_panel(page, notebook).locator(".widget-slider").first
-    for h, presses in ((4, 0), (8, 4), (16, 8)):  # 16: the legend takes two rows
+    for h, presses in ((4, 0), (8, 1), (16, 1)):  # h steps over 5-7 and 9-15; 16: two legend rows
         drawn = box.get_attribute("data-drawn")
         press(page, h_slider, "ArrowRight", presses)
         if presses:
@@ -360,7 +360,7 @@ def test_lines_mode_shows_every_head_and_one_alone(lab, page):
     box.screenshot(path=SCREENSHOTS / "03_per_head_projections_lines_alone.png")
     page.mouse.click(centre["x"], centre["y"])  # all again
     assert len(point(box, "headPixels")) == 16
-    press(page, h_slider, "ArrowLeft", 12)  # back to h = 4, and to the maps
+    press(page, h_slider, "ArrowLeft", 2)  # back to h = 4 (16 → 8 → 4), and to the maps
     box.locator("button.av-mode:text-is('maps')").click()
     wait_for_change(lambda: box.get_attribute("data-mode"), "lines")
 
@@ -448,10 +448,38 @@ IMPOSSIBLE = {
 }
 
 
+def every_h(page, notebook, on):
+    """Turn the panel's 'every h' switch on or off (off: h steps over what cannot work)."""
+    switch = this_panel(page, notebook).locator(".widget-checkbox input")
+    if switch.is_checked() != on:
+        switch.click()
+    assert switch.is_checked() == on
+
+
+@pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
+def test_by_default_one_press_of_h_goes_to_the_next_h_that_works(lab, page, notebook):
+    """The switch off (the default): from h = 4 one ArrowRight draws the next h that divides
+    d_model (5 is skipped everywhere), no ✗; one ArrowLeft is back at 4. The wrong object: a
+    slider that stops at 5 shows a ✗ and the key h=5."""
+    key = IMPOSSIBLE[notebook][2]
+    box = run(lab, page, notebook)
+    every_h(page, notebook, False)
+    h_slider = this_panel(page, notebook).locator(".widget-slider").first
+    press(page, h_slider, "ArrowRight")
+    wait_for_change(lambda: box.get_attribute("data-key") == key, False)
+    wait_for_change(lambda: box.get_attribute("data-state") == "ok", False)
+    assert "✗" not in box.locator(".av-message").inner_text()
+    assert h_slider.locator(".widget-readout").inner_text() == key.rsplit("h=", 1)[1]
+    press(page, h_slider, "ArrowLeft")
+    wait_for_change(lambda: box.get_attribute("data-key").endswith("|h=4") or box.get_attribute(
+        "data-key") == "h=4", False)  # fmt: skip
+
+
 @pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
 def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab, page, notebook):
     to_impossible, to_valid, key = IMPOSSIBLE[notebook]
     box = run(lab, page, notebook)
+    every_h(page, notebook, True)  # every h stops, with the ✗ for the impossible ones
     h_slider = this_panel(page, notebook).locator(".widget-slider").first
     press(page, h_slider, "ArrowRight", to_impossible)
     wait_for_change(lambda: box.get_attribute("data-state"), "ok")
@@ -480,6 +508,7 @@ def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab,
     wait_for_change(settled, False)
     assert "✗" not in box.locator(".av-message").inner_text()
     press(page, h_slider, "ArrowLeft", to_impossible + to_valid)  # back to h = 4
+    every_h(page, notebook, False)
 
 
 @pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
@@ -490,12 +519,14 @@ def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
         this_panel(page, notebook).locator(".widget-slider").first,
     )
     heights = {}
+    every_h(page, notebook, True)  # one h a press, as the presses below count
     for key, presses, h in (("ArrowLeft", 3, 1), ("ArrowRight", 15, 16), ("ArrowLeft", 12, 4)):
         press(page, h_slider, key, presses)
         wait_for_change(lambda h=h: box.get_attribute("data-key").endswith(f"h={h}"), False)
         heights[h] = whole.bounding_box()["height"]
         if key == "ArrowRight":
             box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_h16.png")
+    every_h(page, notebook, False)
     assert len(set(heights.values())) == 1, heights  # the tiles shrink, the area stays
 
 
@@ -676,8 +707,8 @@ def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
 def test_the_rank_bars_follow_h(lab, page):
     box = run(lab, page, "17_w_qk_and_w_ov.ipynb")
     h_slider = panel(page).locator(".widget-slider").first
-    for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):
-        press(page, h_slider, key, 4)
+    for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):  # 5-7 stepped over
+        press(page, h_slider, key)
         wait_for_change(lambda h=h: box.get_attribute("data-key") == f"d_model=32|h={h}", False)
         side = box.locator(".av-side").inner_text()
         d_k = 32 // h

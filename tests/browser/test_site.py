@@ -104,7 +104,14 @@ def test_sliders_move_through_their_range_and_show_what_helpers_computes(browser
         for head, q, k in [(0, 1, 2), (setting[0] - 1, 6, 0)]:
             assert hover_weight(browser, view, head, q, k) == f"{float(maps[head, q, k]):.3f}"
     h.focus()
-    h.press("ArrowRight")  # h = 3 at d_model = 64: impossible, said so, the last maps greyed
+    h.press("ArrowRight")  # h = 3 at d_model = 64 cannot work: by default h steps on to 4
+    browser.wait_for_function(
+        "() => document.querySelector(\"input[data-control='h']\").value === '4'"
+    )
+    assert view.get_attribute("data-key") == "d_model=64|h=4"
+    browser.locator("input[data-control='every_h']").check()  # every h: 3 stops, with its ✗
+    h.focus()
+    h.press("ArrowLeft")  # h = 3 at d_model = 64: impossible, said so, the last maps greyed
     assert view.get_attribute("data-state") == "error"
     assert "not divisible by h = 3" in view.locator(".av-message").inner_text()
     d_model.focus()
@@ -197,3 +204,27 @@ def test_what_needs_python_says_so(browser, server):
     assert view.get_attribute("data-key") == "layer=1|head=3"
     head = browser.locator("input[data-control='head']")
     assert head.input_value() == "3" and head.get_attribute("aria-valuetext") == "3"
+
+
+def test_a_prediction_is_judged_on_the_page_as_in_the_notebook(browser, server):
+    """01's "predict, then run" box with no kernel: a wrong shape is told what it was and the hint
+    (never the answer), text that is no shape is asked again, the right shape gets ✓, and "show
+    the answer" shows it; each message equals what helpers.panels.predict.judge says."""
+    from helpers.panels.predict import judge
+
+    open_page(browser, server, "01_self_attention")
+    box = browser.locator(".course-predict").first
+    box.scroll_into_view_if_needed()
+    typed, feedback = (
+        box.locator("input.course-predict-input"),
+        box.locator(".course-predict-feedback"),
+    )
+    hint = "One score for each (query, key) pair."
+    for text in ["(1, 7, 8)", "(1, 7)", "(B, T, T)", "1 x 7 x 7"]:
+        typed.fill(text)
+        typed.press("Enter")
+        assert feedback.inner_text() == judge("shape", (1, 7, 7), text, hint)[1], text
+    assert feedback.inner_text() == "✓ Right: (1, 7, 7)."
+    box.locator("button", has_text="show the answer").click()
+    assert feedback.inner_text() == "The answer: (1, 7, 7)."
+    assert browser.errors == []
