@@ -43,6 +43,7 @@ import dis
 import functools
 import inspect
 import itertools
+import linecache
 import re
 import sysconfig
 import textwrap
@@ -119,6 +120,8 @@ class Finding:
     only: tuple[str, ...] = ()  # a mistake made in some of q, k and v only: those ("k",)
     right: tuple[str, ...] = ()  # ... and those the learner made right ("q", "v")
     source: Record | None = None  # a layout step's input from another line (see _layout_source)
+    upstream: tuple[int, ...] = ()  # lines before it the check could not compare (_unseen_lines)
+    mask_line: str = ""  # where the mask this line applies is made (_mask_made_elsewhere)
 
 
 @dataclass
@@ -943,13 +946,13 @@ def _explain(
                     "unmasked."
                 )
             stages_at.append([run.stages for run in runs])
-            findings.append(
-                Finding(name, stage, record, position=position, hint=hint, only=only, right=right)
-            )
             made.append(name)
             for run, (stages, found, keep) in zip(runs, kept):
                 run.stages, run.found = stages, found
                 run.given.update({n: t for n, t in keep.items() if t is not None})  # made right
+            upstream = _unseen_lines(name, stage, record, runs)
+            finding = Finding(name, stage, record, position=position, hint=hint, only=only)
+            findings.append(dataclasses.replace(finding, right=right, upstream=upstream))
             continue
         # a departure no known mistake explains: report it once (from the first run that shows
         # it) and go on from the learner's own tensor in every run that departs there
@@ -1154,6 +1157,35 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
     if moved is record:
         return finding
     return dataclasses.replace(finding, record=moved, position=_position(moved, runs))
+
+
+def _unseen_lines(name: str, stage: str, record: Record | None, runs: list[_Run]) -> tuple:
+    """The lines before `record` that could hold named mistake `name` but that the check could
+    not compare: when the mistake is made at a stage before `stage` (its HOME) and the learner's
+    code holds no tensor for that stage (15's query heads grouped in a 5-D view, say), the line
+    found is only where the mistake is first seen. Those are the lines of its ancestors that no
+    matched stage accounts for; () when the home stage was matched or the mistake has none."""
+    home = HOME.get(name)
+    if record is None or record.lineno is None or home is None or home == stage:
+        return ()
+    run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
+    if home in run.found or home not in run.stages:
+        return ()
+    at = next(i for i, x in enumerate(run.records) if x is record)
+    matched = {run.records[i].lineno for i in run.found.values()}
+    on_line = [r for r in run.records[: at + 1] if r.lineno == record.lineno]  # `return` has
+    seen, todo, lines = set(), [j for r in on_line for j in r.parents], set()  # no parents
+    while todo:
+        j = todo.pop()
+        if j in seen:
+            continue
+        seen.add(j)
+        r = run.records[j]
+        if r.lineno is not None and r.lineno < record.lineno and r.lineno not in matched:
+            lines.add(r.lineno)
+        if j not in run.found.values():
+            todo += r.parents
+    return tuple(sorted(lines))
 
 
 def _only_layout_calls(code: str) -> bool:
@@ -1671,6 +1703,22 @@ def _entry(
     if not where and not finding.mistake:
         where = "the check cannot tell which line of your code makes it."
     lines = [f"{indent}Where: {where}"] if where else []
+    if where and finding.upstream:
+        *most, last = [str(n) for n in finding.upstream]
+        listed = f"lines {', '.join(most)} and {last} make" if most else f"line {last} makes"
+        lines.append(
+            f"{indent}  This is where the check first sees it: it could not compare what "
+            f"{listed} with the reference, so the slip may be there or on this line."
+        )
+        hint = hint.replace(  # 15's heads grouped in a view: it may make no such block
+            "look at the line that makes one key block per query head",
+            "look at how your code pairs each query head with a K/V head",
+        ).replace("look at the line that", "look at the line (this one or one before it) that")
+    if where and finding.mask_line:
+        lines.append(
+            f"{indent}  The mask this line applies is made on {finding.mask_line}; the check "
+            "does not see masks themselves, so the slip may be in that mask or on this line."
+        )
     if where and finding.source is not None and finding.source.where:
         lines.append(
             f"{indent}  It is made from {finding.source.where}; this step only rearranges, "
@@ -2121,15 +2169,46 @@ def _safe_explain(
     outside = [name for name, _ in _globals_read(fn)] if fn is not None else []
     written = _written_numbers(fn) if fn is not None else frozenset()
     try:
-        return _explain(
+        findings = _explain(
             [_Run(records, stages_of) for records, stages_of in runs],
             candidates,
             outside,
             written,
             swapped,
         )
+        return [_mask_made_elsewhere(f, fn) for f in findings]
     except Exception:  # noqa: BLE001
         return []
+
+
+def _mask_made_elsewhere(finding: Finding, fn: Callable | None) -> Finding:
+    """A finding on a line that applies a mask (masked_fill, where) made from a name the
+    function assigns on an earlier line (`m = mask.repeat(...)`): the check does not trace
+    boolean tensors, so the slip may be in that mask. Names the last such line as `mask_line`."""
+    record, code = finding.record, getattr(fn, "__code__", None)
+    if record is None or record.lineno is None or code is None:
+        return finding
+    if finding.mistake not in (None, "mask_inverted"):  # a fill value, a mask left unused: here
+        return finding
+    call = re.search(r"(?:masked_fill_?|where)\(\s*([^,]+),", record.code or "")
+    if call is None:
+        return finding
+    names = set(re.findall(r"[A-Za-z_]\w*", call.group(1)))
+    stored, todo = [], [code]
+    while todo:
+        current = todo.pop(0)
+        for ins in dis.get_instructions(current):
+            line = ins.positions.lineno if ins.positions else None
+            if ins.opname.startswith("STORE_") and ins.argval in names and line:
+                stored.append(line)
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    earlier = [n for n in stored if n < record.lineno]
+    if not earlier:
+        return finding
+    line = max(earlier)
+    text = linecache.getline(code.co_filename, line).strip()
+    where = f"line {line}: `{text}`" if text else f"line {line}"
+    return dataclasses.replace(finding, mask_line=where)
 
 
 def _fallback(out: torch.Tensor, expected: torch.Tensor) -> str:
@@ -2180,6 +2259,40 @@ def _call_args(run_args: dict, mask: bool, per_head: bool) -> dict:
     if not mask:  # the exercise's function has no mask parameter
         return {name: a for name, a in run_args.items() if name != "mask"}
     return run_args
+
+
+def _reordered_parameters(fn: Callable, args: dict, expected: torch.Tensor) -> str:
+    """'' unless fn's parameters carry the exercise's names in another order (`context, x`
+    where the check passes x, context): then what each moved parameter receives, and whether
+    fn is right when each argument goes to the parameter of its name (run, not guessed)."""
+    try:
+        params = list(inspect.signature(fn).parameters)[: len(args)]
+    except (TypeError, ValueError):
+        return ""
+    names = list(args)
+    if params == names or sorted(params) != sorted(names):
+        return ""
+    copies = [args[p].clone() if isinstance(args[p], torch.Tensor) else args[p] for p in params]
+    copies = [[w.clone() for w in a] if isinstance(a, list) else a for a in copies]
+    try:
+        out, _ = _unpack(_traced(fn, copies).result)
+    except _Halted:
+        out = None
+    moved = [(mine, theirs) for mine, theirs in zip(params, names) if mine != theirs]
+    gets = "; ".join(f"your `{mine}` receives the check's {theirs}" for mine, theirs in moved)
+    right = out is not None and out.shape == expected.shape and _same(out, expected)
+    then = (
+        "Given each argument under its own name, your function is right: put its parameters "
+        "in the exercise's order."
+        if right
+        else "Put its parameters in the exercise's order, then check again: given each argument "
+        "under its own name, it still differs from the reference."
+    )
+    return (
+        f"✗ Your function's parameters are ({', '.join(params)}), in another order than the "
+        f"exercise's ({', '.join(names)}), and the check passes its arguments in the exercise's "
+        f"order: {gets}. {then}"
+    )
 
 
 def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str = "") -> str:
@@ -2273,6 +2386,10 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
         out, extra = _unpack(trace.result)
         expected = reference_attention(**run_args)
+        if out is None or not _same(out, expected):
+            reordered = _reordered_parameters(fn, call_args, expected)
+            if reordered:
+                return _verdict(False, reordered, echo, note=note)
         if out is None:
             got = type(trace.result).__name__
             missing = " (is its last line a `return`?)" if trace.result is None else ""
@@ -2523,6 +2640,9 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
             return _verdict(False, _at_second_sizes(name, fn, problem), echo, note=note)
         message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}, {_two_sizes(name)}."
         return _verdict(True, message, echo)
+    reordered = _reordered_parameters(fn, args, expected)
+    if reordered:
+        return _verdict(False, reordered, echo, note=note)
     if out is None and trace.result is None:
         message = (
             "✗ Your function returned None: is its last line a `return`? It should return "

@@ -221,3 +221,103 @@ def test_a_stack_of_wrong_slices_names_both_lines_and_says_it_cannot_tell_which(
     assert not result.ok
     line = marked_line(split_with_overlapping_slices)
     says(result.message, f"It is made from line {line}:", "the check cannot tell whether the slip")
+
+
+def queries_grouped_in_the_wrong_order(q, k, v):
+    B, h, T, d = q.shape
+    g = k.size(1)
+    grouped = q.view(B, h // g, g, T, d)  # query head i lands in group i mod g
+    s = grouped @ k.unsqueeze(1).transpose(-2, -1) / d**0.5
+    o = s.softmax(-1) @ v.unsqueeze(1)
+    return o.reshape(B, h, T, d)  # <-
+
+
+def test_a_mistake_first_seen_at_the_output_names_the_lines_the_check_could_not_compare():
+    """15: the query heads grouped (h/g, g) in a 5-D view: head i reads K/V head i mod g
+    (kv_tiled), but no tensor before the output has a layout the check can compare, so the
+    output's line is only where it is first seen: the message says so and lists the lines."""
+    result = check_exercise(queries_grouped_in_the_wrong_order, "shared_kv", echo=False)
+    assert result.mistakes == ("kv_tiled",), result.message
+    line = marked_line(queries_grouped_in_the_wrong_order)
+    assert list(result.lines) == [line]
+    says(
+        result.message,
+        f"lines {line - 3}, {line - 2} and {line - 1} make with the reference",
+        "the slip may be there or on this line",
+        "pairs each query head with a K/V head",
+    )
+    # where the block of keys per query head is made on its own line, that line alone is named
+    right_line = check_exercise(keys_repeated_as_one_block, "shared_kv", echo=False)
+    assert list(right_line.lines) == [marked_line(keys_repeated_as_one_block)]
+    assert "first sees it" not in right_line.message, right_line.message
+
+
+def keys_repeated_as_one_block(q, k, v):
+    rep = q.shape[1] // k.shape[1]
+    k = k.repeat(1, rep, 1, 1)  # <-
+    v = v.repeat_interleave(rep, dim=1)
+    return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def mask_repeated_in_the_wrong_order(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / d_k**0.5
+    if mask is not None:
+        m = mask.repeat(num_heads, 1, 1).view(B, num_heads, T, T)  # batch and heads mixed up
+        scores = scores.masked_fill(~m, float("-inf"))  # <-
+    out = scores.softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_a_mask_made_on_another_line_is_named_as_a_place_the_slip_may_be():
+    """The check does not trace boolean masks: a mask built wrong on its own line shows where
+    it is applied, and the message names both lines, not only the masked_fill."""
+    result = diagnose(mask_repeated_in_the_wrong_order, echo=False)
+    assert not result.ok
+    line = marked_line(mask_repeated_in_the_wrong_order)
+    assert list(result.lines) == [line]
+    says(
+        result.message,
+        f"The mask this line applies is made on line {line - 1}: `m = mask.repeat",
+        "the slip may be in that mask or on this line",
+    )
+    # a finite fill is the fill's own slip: no word about where the mask is made
+    filled = diagnose(mask_filled_with_minus_ten, echo=False)
+    assert "The mask this line applies" not in filled.message
+
+
+def context_first(context, x, w_q, w_k, w_v, w_o, num_heads):
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
+    k = (context @ w_k.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
+    v = (context @ w_v.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
+    weights = (q @ k.transpose(-2, -1) / d_k**0.5).softmax(dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
+
+
+def w_k_before_w_q_and_wrong(x, w_k, w_q, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    out = (q @ k.transpose(-2, -1)).softmax(-1) @ v  # no scale
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_parameters_in_another_order_are_said_so_once_not_as_two_mistakes():
+    """A signature (context, x, ...) receives x as `context`: one slip, said as what each
+    parameter receives, and whether the function is right given its arguments by name."""
+    result = check_exercise(context_first, "cross_attention", echo=False)
+    assert not result.ok and result.findings == ()
+    says(
+        result.message,
+        "your `context` receives the check's x",
+        "your `x` receives the check's context",
+        "your function is right",
+    )
+    wrong = diagnose(w_k_before_w_q_and_wrong, echo=False)
+    assert not wrong.ok
+    says(wrong.message, "your `w_k` receives the check's w_q", "it still differs")
+    assert "your function is right" not in wrong.message
