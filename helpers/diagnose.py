@@ -122,6 +122,7 @@ class Finding:
     source: Record | None = None  # a layout step's input from another line (see _layout_source)
     upstream: tuple[int, ...] = ()  # lines before it the check could not compare (_unseen_lines)
     mask_line: str = ""  # where the mask this line applies is made (_mask_made_elsewhere)
+    made_elsewhere: tuple[str, ...] = ()  # earlier lines the values it reads are set on
 
 
 @dataclass
@@ -1640,6 +1641,11 @@ _EXERCISE_HINTS: dict[str, dict[str, str]] = {
 _EXERCISE_WORDS: dict[str, dict[str, str]] = {
     "cross_attention": {"k": "keys k = context·W^K", "v": "values v = context·W^V"},
     "split_heads": {"cut": "t is"},
+    "loop": {  # 03's loop gets each head's matrices: nothing is cut
+        "q_heads": "queries of each head (x·W_i^Q)",
+        "k_heads": "keys of each head (x·W_i^K)",
+        "v_heads": "values of each head (x·W_i^V)",
+    },
     "shared_kv": {
         "k_heads": "keys, one block per query head",
         "v_heads": "values, one block per query head",
@@ -1718,6 +1724,18 @@ def _entry(
         lines.append(
             f"{indent}  The mask this line applies is made on {finding.mask_line}; the check "
             "does not see masks themselves, so the slip may be in that mask or on this line."
+        )
+    if where and (finding.made_elsewhere or finding.upstream):
+        hint = hint.replace(  # the K/V head each query head reads may be chosen elsewhere
+            "look at the line that makes one key block per query head",
+            "look at how your code pairs each query head with a K/V head",
+        )
+    if where and finding.made_elsewhere:
+        *most, last = finding.made_elsewhere
+        listed = f"{'; '.join(most)} and {last}" if most else last
+        lines.append(
+            f"{indent}  It reads values set on {listed}, which the check could not compare with "
+            "the reference's, so the slip may be there or on this line."
         )
     if where and finding.source is not None and finding.source.where:
         lines.append(
@@ -2052,6 +2070,26 @@ def _side_effect_message(trace: Trace, out: torch.Tensor, expected: torch.Tensor
     return "\n".join([*lines, *(f"  {i}. {f[0].upper()}{f[1:]}" for i, f in enumerate(found, 1))])
 
 
+def _changed_in_place(trace: Trace) -> str:
+    """For a wrong output from a call that changed an argument in place, unless one named
+    mistake explains it: the message. The check's stages are made from the arguments as given,
+    so it cannot tell which later steps differ only because of the change: it says so, and
+    names nothing else."""
+    if not trace.changed:
+        return ""
+    parts = [f"{arg} in place, on {place.where}" if place.where else f"{arg} in place"
+             for arg, (_, place) in trace.changed.items()]  # fmt: skip
+    args = " and ".join(trace.changed)
+    return (
+        f"✗ Your output differs from the reference's, and your function changes its argument"
+        f"{'s' if len(parts) > 1 else ''} {'; '.join(parts)}. The check compares your steps with "
+        f"the reference's made from {args} as given, so it cannot tell which of your later steps "
+        "differ only because of that change, and whether anything else differs. Hint: make a new "
+        "tensor instead (`x = x / 2` rather than `x /= 2`, masked_fill rather than masked_fill_), "
+        "then check again."
+    )
+
+
 def _side_effect_note(trace: Trace) -> str:
     """'' or the note, for a wrong output, on what the call did besides it."""
     return " ".join(f"Note: {found}" for found in _side_effects(trace, trace.result, None))
@@ -2100,7 +2138,15 @@ def _records(trace: Trace, out: torch.Tensor, extra: dict) -> list[Record]:
         where = (*trace.returned_at, None)
     family = made.family if made else -1 - len(extra)
     final = Record(out.detach().to(torch.float32), "return", *where, family=family)
-    return [*trace.records, *returned, final]
+    return _Records([*trace.records, *returned, final], lines_run=trace.lines_run)
+
+
+class _Records(list):
+    """A call's records, with the learner's lines that ran (a branch not taken did not)."""
+
+    def __init__(self, records: Iterable[Record], lines_run: frozenset = frozenset()) -> None:
+        super().__init__(records)
+        self.lines_run = lines_run
 
 
 def _family(trace: Trace, t: torch.Tensor, default: int) -> int:
@@ -2169,16 +2215,103 @@ def _safe_explain(
     outside = [name for name, _ in _globals_read(fn)] if fn is not None else []
     written = _written_numbers(fn) if fn is not None else frozenset()
     try:
-        findings = _explain(
-            [_Run(records, stages_of) for records, stages_of in runs],
-            candidates,
-            outside,
-            written,
-            swapped,
-        )
-        return [_mask_made_elsewhere(f, fn) for f in findings]
+        made = [_Run(records, stages_of) for records, stages_of in runs]
+        findings = _explain(made, candidates, outside, written, swapped)
+        findings = [_mask_made_elsewhere(f, fn) for f in findings]
+        return [_names_made_elsewhere(f, fn, made) for f in findings]
     except Exception:  # noqa: BLE001
         return []
+
+
+def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:
+    """({name: lines that assign or change it}, {line: names read on it}, the lines of for
+    loops) over fn's code and the code nested in it (a generator expression, a helper)."""
+    stores: dict[str, set] = {}
+    loops: set[int] = set()
+    loads: dict[int, set] = {}
+    todo, loaded = [code], None
+    while todo:
+        current = todo.pop(0)
+        for ins in dis.get_instructions(current):
+            line = ins.positions.lineno if ins.positions else None
+            if line and ins.opname == "FOR_ITER":
+                loops.add(line)
+            if not line or not isinstance(ins.argval, str):
+                continue
+            if ins.opname.startswith("STORE_") and ins.opname != "STORE_ATTR":
+                stores.setdefault(ins.argval, set()).add(line)
+            elif ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in _MUTATORS:
+                if loaded is not None:  # heads.append(out): a line that changes `heads`
+                    stores.setdefault(loaded, set()).add(line)
+            if ins.opname in _LOADS:
+                loads.setdefault(line, set()).add(ins.argval)
+                loaded = ins.argval
+            else:
+                loaded = None
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    return stores, loads, loops
+
+
+_LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
+_MUTATORS = ("append", "extend", "insert", "add", "update", "__setitem__", "reverse", "sort")
+
+# the findings a number that is not a tensor can cause: a scale, a position, a head's index
+_NUMBER_MADE = {"scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k", "kv_tiled",
+                "mask_inverted", "induction_on_the_twin", "induction_on_the_previous_token",
+                "induction_with_a_first_half_query"}  # fmt: skip
+
+
+def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run]) -> Finding:
+    """A finding on a line that reads names set on earlier lines the check could not compare
+    (a number: `d_k = w_q.shape[1]`, `scale = ...`, `j = i % g`; a loop's variables:
+    `for wq, wk, wv in zip(...)`; a tensor no step of the reference matches): the slip may be
+    on those lines. Names up to three of them, the nearest first, as `made_elsewhere`; only for
+    findings such a value can cause (a scale, positions, a head's index, or a difference no
+    known mistake explains), and not when another note already says where else to look."""
+    record, code = finding.record, getattr(fn, "__code__", None)
+    if record is None or record.lineno is None or code is None:
+        return finding
+    if finding.mask_line or finding.upstream or finding.source is not None:
+        return finding
+    numbers = "another scale" in finding.detail or "another order" in finding.detail
+    if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or numbers):
+        return finding
+    run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
+    compared = {run.records[i].lineno for i in run.found.values()}  # with a helper's callers
+    compared |= {run.records[i].caller[0] for i in run.found.values() if run.records[i].caller}
+    params = set(inspect.signature(fn).parameters) if callable(fn) else set()
+    stores, loads, loops = _stores_and_loads(code)
+    lines, todo, seen = set(), [record.lineno], set()
+    if "another order" in finding.detail:  # a list a loop fills: the loop sets the order
+        for name in loads.get(record.lineno, ()):
+            for at in stores.get(name, ()):
+                lines |= {max((n for n in loops if n < at), default=at)} - {at}
+    while todo:
+        line = todo.pop(0)
+        for name in loads.get(line, ()):
+            if name in seen or name in params and name not in stores:
+                continue
+            seen.add(name)
+            earlier = [n for n in stores.get(name, ()) if n < record.lineno and n != line]
+            if not earlier or max(earlier) == record.lineno:
+                continue
+            ran = getattr(run.records, "lines_run", None)
+            if ran:  # only lines that ran: a branch not taken set nothing
+                earlier = [n for n in earlier if (code.co_filename, n) in ran]
+            if not earlier:
+                continue
+            at = max(earlier)
+            text = linecache.getline(code.co_filename, at).strip()
+            if at in compared or text.startswith(("def ", "class ", "@")):
+                continue  # a tensor the check matched with one of the reference's steps
+            lines.add(at)
+            todo.append(at)
+    if not lines:
+        return finding
+    nearest = sorted(lines, reverse=True)[:3]
+    texts = [linecache.getline(code.co_filename, n).strip() for n in nearest]
+    where = [f"line {n}: `{t}`" if t else f"line {n}" for n, t in zip(nearest, texts)]
+    return dataclasses.replace(finding, made_elsewhere=tuple(where))
 
 
 def _mask_made_elsewhere(finding: Finding, fn: Callable | None) -> Finding:
@@ -2469,7 +2602,10 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     problem = _numeric_problem(trace.records, out, expected)
     if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
         return _verdict(False, problem, echo, note=note)  # NaN or float16 the names do not explain
-    message = _message(findings) if findings else _fallback(out, expected)
+    if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
+        return _verdict(False, _changed_in_place(trace), echo, note=note)  # see _changed_in_place
+    words = _EXERCISE_WORDS.get(exercise)
+    message = _message(findings, words=words) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings, note)
 
 
@@ -2696,6 +2832,8 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
                 f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
             )
         return _verdict(False, message, echo, note=note)
+    if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
+        return _verdict(False, _changed_in_place(trace), echo, note=note)
     words, hints = EXERCISE_OUT.get(name), _EXERCISE_HINTS.get(name)
     message = (
         _message(findings, words, hints, _EXERCISE_WORDS.get(name))

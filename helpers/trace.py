@@ -108,6 +108,7 @@ class Trace:
     changed: dict[str, tuple[str, Place]] = field(default_factory=dict)  # an input's name -> the
     # first in-place op on it (its storage) and the line
     reseeded: Place | None = None  # where the code reset torch's default random generator
+    lines_run: frozenset = frozenset()  # (file, line) of each of the learner's lines that ran
 
 
 @functools.lru_cache(maxsize=256)
@@ -247,6 +248,7 @@ class _Guard:
         self.deadline = deadline  # a time.monotonic() value, or None
         self.stopped: tuple[str, Place] | None = None  # set once: why, and the line
         self.running = True  # False once trace_call has put everything back
+        self.lines_run: set[tuple[str, int]] = set()
 
     def on_call(self, frame, event, arg):  # the global hook: a frame starts
         filename = frame.f_code.co_filename
@@ -255,13 +257,22 @@ class _Guard:
         back = frame.f_back  # code made by exec ("<string>": a dataclass's __init__) is the
         # learner's only when the learner's code calls it
         if filename.startswith("<") and back is not None and back.f_code is not self.stop:
-            return self.on_line if back.f_trace == self.on_line else None
+            if back.f_trace != self.on_line:
+                return None
+        # an event per instruction too: `while True: pass` on one line makes no line events
+        frame.f_trace_opcodes = True
         return self.on_line
 
     def on_line(self, frame, event, arg):  # the learner's frame's hook
-        if event == "line" and (
-            self.stopped is not None
-            or (self.deadline is not None and time.monotonic() > self.deadline)
+        if event == "line":
+            self.lines_run.add((frame.f_code.co_filename, frame.f_lineno))
+        if (
+            event in ("line", "opcode")
+            and frame.f_lineno is not None
+            and (
+                self.stopped is not None
+                or (self.deadline is not None and time.monotonic() > self.deadline)
+            )
         ):
             self.halt("time", frame)
         return self.on_line
@@ -284,7 +295,7 @@ class _Guard:
             return
         for f in frames:
             if _is_learners(f.f_code.co_filename):
-                f.f_trace = self.on_line
+                f.f_trace, f.f_trace_opcodes = self.on_line, True
         sys.settrace(self.on_call)
 
 
@@ -461,8 +472,9 @@ def trace_call(
                 and frame.f_back.f_code is here
                 and not _is_internal(frame.f_code.co_filename)
             ):
-                code = linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
-                returned_at.append((frame.f_lineno, code.strip()))
+                line = frame.f_lineno or 0  # None: an instruction with no line of its own
+                code = linecache.getline(frame.f_code.co_filename, line, frame.f_globals)
+                returned_at.append((line, code.strip()))
         elif event == "c_call" and not reseeded and _reseeds(frame, arg):
             reseeded.append(Place(*_learner_lines(here, frame)))
 
@@ -506,5 +518,6 @@ def trace_call(
     # a reseed that left the generator as the call found it (a state saved and put back) is none
     place = reseeded[0] if reseeded and not torch.equal(end, start) else None
     return Trace(
-        result, error, records, at, failed, recorder.made, stopped, recorder.changed, place
-    )
+        result, error, records, at, failed, recorder.made, stopped, recorder.changed, place,
+        frozenset(guard.lines_run),
+    )  # fmt: skip

@@ -321,3 +321,38 @@ def test_parameters_in_another_order_are_said_so_once_not_as_two_mistakes():
     assert not wrong.ok
     says(wrong.message, "your `w_k` receives the check's w_q", "it still differs")
     assert "your function is right" not in wrong.message
+
+
+def d_k_read_from_the_wrong_dim(x, w_q, w_k):
+    d_k = w_q.shape[1]  # d_model, not one head's d_k
+    scale = 1 / math.sqrt(d_k)
+    w_qk = w_q.T @ w_k
+    return x @ w_qk @ x.transpose(-2, -1) * scale  # <-
+
+
+def heads_in_reverse_order(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for i in reversed(range(len(w_q))):  # the slip: the heads come out last first
+        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
+        heads.append(weights @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T  # <-
+
+
+def test_a_slip_in_a_number_or_a_loop_names_the_lines_the_check_could_not_compare():
+    """A scale read from the wrong dim two lines up, or a loop that visits the heads in another
+    order, shows on a later line whose own op is right: the message names the earlier lines
+    that set what it reads, and says the slip may be there."""
+    scaled = check_exercise(d_k_read_from_the_wrong_dim, "head_scores", echo=False)
+    assert scaled.mistakes == ("scaled_by_d_model",), scaled.message
+    line = marked_line(d_k_read_from_the_wrong_dim)
+    assert list(scaled.lines) == [line]
+    says(scaled.message, f"line {line - 2}: `scale = 1 / math.sqrt(d_k)`",
+         f"line {line - 3}: `d_k = w_q.shape[1]", "the slip may be there")  # fmt: skip
+    order = diagnose(heads_in_reverse_order, per_head=True, echo=False)
+    line = marked_line(heads_in_reverse_order)
+    assert list(order.lines) == [line]
+    says(order.message, f"line {line - 4}: `for i in reversed(range(len(w_q))):")
+    # a scale slip on its own line with nothing read from elsewhere gets no such note
+    own = check_exercise(lambda x, w_q, w_k: x @ w_q.T @ w_k @ x.mT, "head_scores", echo=False)
+    assert "It reads values set on" not in own.message, own.message
