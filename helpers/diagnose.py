@@ -38,6 +38,7 @@ with the numbers written in it that equal a size of the first.
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import dis
 import functools
@@ -800,6 +801,9 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
         parts = [_entries(extra, "masked that the reference keeps") if extra else "",
                  _entries(missing, "kept that the reference masks") if missing else ""]  # fmt: skip
         text = ", ".join(part for part in parts if part)
+        filled = _comparable(mine)[theirs & ~hidden].unique() if missing else None
+        if filled is not None and filled.numel() == 1:  # one finite number where -inf belongs
+            text += f" (yours hold {float(filled):g} there, a finite number)"
         diff = (hidden != theirs).float()
     elif KINDS[stage] in ("maps", "out") and _transposed_of(mine, form):
         return "yours are the reference's transposed: rows and columns swapped"
@@ -1061,7 +1065,7 @@ def _explain(
 _SELECTS = {"getitem", "diagonal", "narrow", "select", "index_select", "gather",
             "take_along_dim", "masked_select", "unbind", "split", "chunk", "view", "reshape",
             "transpose", "permute", "contiguous", "flatten", "t", "movedim", "swapaxes",
-            "swapdims", "mT", "get"}  # fmt: skip
+            "swapdims", "mT", "get", "unflatten"}  # fmt: skip
 
 
 def _holds(parent: torch.Tensor, value: torch.Tensor) -> bool:
@@ -1730,18 +1734,18 @@ def _entry(
             "look at the line that makes one key block per query head",
             "look at how your code pairs each query head with a K/V head",
         )
+    if where and finding.source is not None and finding.source.where:
+        lines.append(
+            f"{indent}  It is made from {finding.source.where}; this step only rearranges, "
+            "stacks or averages numbers, so the check cannot tell whether the slip is on this "
+            "line or in what it is given."
+        )
     if where and finding.made_elsewhere:
         *most, last = finding.made_elsewhere
         listed = f"{'; '.join(most)} and {last}" if most else last
         lines.append(
             f"{indent}  It reads values set on {listed}, which the check could not compare with "
             "the reference's, so the slip may be there or on this line."
-        )
-    if where and finding.source is not None and finding.source.where:
-        lines.append(
-            f"{indent}  It is made from {finding.source.where}; this step only rearranges, "
-            "stacks or averages numbers, so the check cannot tell whether the slip is on this "
-            "line or in what it is given."
         )
     return head, [*lines, f"{indent}Hint: {hint}"]
 
@@ -1865,6 +1869,12 @@ def _where_in_learner_code(err: BaseException) -> str:
     if not frames:
         return ""
     frame = frames[-1]
+    if isinstance(err, RecursionError):  # the line that calls itself again: the most repeated
+        counts = collections.Counter((f.filename, f.lineno) for f in frames[:-1])
+        if counts:
+            (place, n), *_ = counts.most_common(1)
+            if n > 1:
+                frame = next(f for f in reversed(frames) if (f.filename, f.lineno) == place)
     code = (frame.line or "").strip()
     return f" (line {frame.lineno}: `{code}`)" if code else f" (line {frame.lineno})"
 
@@ -2257,8 +2267,8 @@ _MUTATORS = ("append", "extend", "insert", "add", "update", "__setitem__", "reve
 
 # the findings a number that is not a tensor can cause: a scale, a position, a head's index
 _NUMBER_MADE = {"scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k", "kv_tiled",
-                "mask_inverted", "induction_on_the_twin", "induction_on_the_previous_token",
-                "induction_with_a_first_half_query"}  # fmt: skip
+                "mask_inverted", "keys_as_values", "induction_on_the_twin",
+                "induction_on_the_previous_token", "induction_with_a_first_half_query"}  # fmt: skip
 
 
 def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run]) -> Finding:
@@ -2271,7 +2281,7 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     record, code = finding.record, getattr(fn, "__code__", None)
     if record is None or record.lineno is None or code is None:
         return finding
-    if finding.mask_line or finding.upstream or finding.source is not None:
+    if finding.mask_line or finding.upstream:
         return finding
     numbers = "another scale" in finding.detail or "another order" in finding.detail
     if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or numbers):
@@ -2282,6 +2292,9 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     params = set(inspect.signature(fn).parameters) if callable(fn) else set()
     stores, loads, loops = _stores_and_loads(code)
     lines, todo, seen = set(), [record.lineno], set()
+    if finding.source is not None and finding.source.lineno:  # what the line it is made from reads
+        todo.append(finding.source.lineno)
+        compared.add(finding.source.lineno)
     if "another order" in finding.detail:  # a list a loop fills: the loop sets the order
         for name in loads.get(record.lineno, ()):
             for at in stores.get(name, ()):
@@ -2787,7 +2800,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         return _verdict(False, message, echo, note=note)
     if out is not None and not isinstance(trace.result, torch.Tensor):
         note = "\n  ".join(n for n in (_returned_note(trace.result, (), False), note) if n)
-    note = "\n  ".join(n for n in (note, _side_effect_note(trace)) if n)
+    plain_note, note = note, "\n  ".join(n for n in (note, _side_effect_note(trace)) if n)
     findings = []
     if out is not None:
         stages_of_args = functools.partial(stages_of, **args)
@@ -2833,7 +2846,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
             )
         return _verdict(False, message, echo, note=note)
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
-        return _verdict(False, _changed_in_place(trace), echo, note=note)
+        return _verdict(False, _changed_in_place(trace), echo, note=plain_note)
     words, hints = EXERCISE_OUT.get(name), _EXERCISE_HINTS.get(name)
     message = (
         _message(findings, words, hints, _EXERCISE_WORDS.get(name))

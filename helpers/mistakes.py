@@ -83,10 +83,10 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "one token. Which dims does your view split, and in which order?",
     ),
     "heads_split_interleaved": (
-        "each head gets every h-th feature: the view cuts d_model into (d_k, h) instead of "
+        "each head gets every h-th feature, as when a view cuts d_model into (d_k, h) instead of "
         "(h, d_k)",
         "head i owns the d_k features next to each other, i·d_k .. (i+1)·d_k: which of h and d_k "
-        "comes first in your view?",
+        "comes first in your cut?",
     ),
     "heads_merged_without_transpose": (
         "the heads' outputs are put back together in the wrong order: (B, h, T, d_k) reshaped "

@@ -356,3 +356,15 @@ def test_a_slip_in_a_number_or_a_loop_names_the_lines_the_check_could_not_compar
     # a scale slip on its own line with nothing read from elsewhere gets no such note
     own = check_exercise(lambda x, w_q, w_k: x @ w_q.T @ w_k @ x.mT, "head_scores", echo=False)
     assert "It reads values set on" not in own.message, own.message
+
+
+def calls_itself_without_a_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    if mask is None:
+        return calls_itself_without_a_mask(x, w_q, w_k, w_v, w_o, num_heads, mask)  # <-
+    return x
+
+
+def test_a_recursion_names_the_line_that_calls_itself_not_the_deepest_comparison():
+    result = diagnose(calls_itself_without_a_mask, echo=False)
+    assert not result.ok
+    says(result.message, "RecursionError", f"(line {marked_line(calls_itself_without_a_mask)}: ")

@@ -15,7 +15,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.browser.lab import ROOT, chromium_page, jupyter_lab
+from tests.browser.lab import ROOT, jupyter_lab
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 LINKS = ".jp-Notebook a[href]:not(.jp-InternalAnchorLink)"
@@ -69,26 +69,32 @@ def clicked_links(page, base: str, token: str, notebook: str) -> list[tuple[str,
     return problems
 
 
-def all_links(root: Path, notebooks: list[str]) -> dict[str, list]:
+def all_links(page, root: Path, notebooks: list[str]) -> dict[str, list]:
+    """{notebook: its problems} for a JupyterLab serving `root`, in the session's browser page
+    (one Playwright per process: the other browser tests hold it)."""
     found = {}
-    with jupyter_lab(root) as (base, token), chromium_page(1280, 720) as page:
-        for notebook in notebooks:
-            problems = clicked_links(page, base, token, notebook)
-            if problems:
-                found[notebook] = problems
+    page.set_viewport_size({"width": 1280, "height": 720})
+    try:
+        with jupyter_lab(root) as (base, token):
+            for notebook in notebooks:
+                problems = clicked_links(page, base, token, notebook)
+                if problems:
+                    found[notebook] = problems
+    finally:
+        page.set_viewport_size({"width": 1500, "height": 1000})
     return found
 
 
-def test_every_link_in_the_students_copy_opens_in_jupyterlab(tmp_path):
-    assert all_links(student_copy(tmp_path), NOTEBOOKS) == {}
+def test_every_link_in_the_students_copy_opens_in_jupyterlab(page, tmp_path):
+    assert all_links(page, student_copy(tmp_path), NOTEBOOKS) == {}
 
 
-def test_the_links_open_from_the_solutions_copy_too(tmp_path):
+def test_the_links_open_from_the_solutions_copy_too(page, tmp_path):
     root = Path(shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks"))
-    assert all_links(root, NOTEBOOKS[:2]) == {}
+    assert all_links(page, root, NOTEBOOKS[:2]) == {}
 
 
-def test_a_link_to_a_missing_file_fails_the_check(tmp_path):
+def test_a_link_to_a_missing_file_fails_the_check(page, tmp_path):
     """The check itself: with the glossary gone and a link to a file that never was, both
     links are reported with the server's 404."""
     root = Path(shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks"))
@@ -98,6 +104,6 @@ def test_a_link_to_a_missing_file_fails_the_check(tmp_path):
     first = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
     first["source"] = [*first["source"], "\n\nSee [nowhere](nowhere.md)."]
     path.write_text(json.dumps(nb), encoding="utf-8")
-    found = all_links(root, NOTEBOOKS[1:2])
+    found = all_links(page, root, NOTEBOOKS[1:2])
     texts = sorted(text for text, why in found.get(NOTEBOOKS[1], []) if "404" in why)
     assert texts == ["glossary", "nowhere"], found
