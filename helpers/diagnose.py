@@ -803,7 +803,9 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
         text = ", ".join(part for part in parts if part)
         filled = _comparable(mine)[theirs & ~hidden].unique() if missing else None
         if filled is not None and filled.numel() == 1:  # one finite number where -inf belongs
-            text += f" (yours hold {float(filled):g} there, a finite number)"
+            parts[1] = _entries(missing, "that the reference masks")
+            parts[1] += f" hold {float(filled):g} in yours, a finite number"
+            text = ", ".join(part for part in parts if part)
         diff = (hidden != theirs).float()
     elif KINDS[stage] in ("maps", "out") and _transposed_of(mine, form):
         return "yours are the reference's transposed: rows and columns swapped"
@@ -1743,9 +1745,10 @@ def _entry(
     if where and finding.made_elsewhere:
         *most, last = finding.made_elsewhere
         listed = f"{'; '.join(most)} and {last}" if most else last
+        who = "It" if finding.source is None else f"It and line {finding.source.lineno}"
         lines.append(
-            f"{indent}  It reads values set on {listed}, which the check could not compare with "
-            "the reference's, so the slip may be there or on this line."
+            f"{indent}  {who} read{'s' if finding.source is None else ''} values set on {listed}, "
+            "for which the check has no reference value, so the slip may be there or on this line."
         )
     return head, [*lines, f"{indent}Hint: {hint}"]
 
@@ -2093,8 +2096,9 @@ def _changed_in_place(trace: Trace) -> str:
     return (
         f"✗ Your output differs from the reference's, and your function changes its argument"
         f"{'s' if len(parts) > 1 else ''} {'; '.join(parts)}. The check compares your steps with "
-        f"the reference's made from {args} as given, so it cannot tell which of your later steps "
-        "differ only because of that change, and whether anything else differs. Hint: make a new "
+        f"the reference's made from {args} as given: where your later steps use the changed "
+        f"{args}, it cannot tell which differences come from that change and which are other "
+        "slips. Hint: make a new "
         "tensor instead (`x = x / 2` rather than `x /= 2`, masked_fill rather than masked_fill_), "
         "then check again."
     )
@@ -2227,7 +2231,8 @@ def _safe_explain(
     try:
         made = [_Run(records, stages_of) for records, stages_of in runs]
         findings = _explain(made, candidates, outside, written, swapped)
-        findings = [_mask_made_elsewhere(f, fn) for f in findings]
+        findings = [_values_made_from_keys(f, made) for f in findings]
+        findings = [_mask_made_elsewhere(f, fn, made) for f in findings]
         return [_names_made_elsewhere(f, fn, made) for f in findings]
     except Exception:  # noqa: BLE001
         return []
@@ -2267,7 +2272,7 @@ _MUTATORS = ("append", "extend", "insert", "add", "update", "__setitem__", "reve
 
 # the findings a number that is not a tensor can cause: a scale, a position, a head's index
 _NUMBER_MADE = {"scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k", "kv_tiled",
-                "mask_inverted", "keys_as_values", "induction_on_the_twin",
+                "mask_inverted", "induction_on_the_twin",
                 "induction_on_the_previous_token", "induction_with_a_first_half_query"}  # fmt: skip
 
 
@@ -2308,8 +2313,8 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
             earlier = [n for n in stores.get(name, ()) if n < record.lineno and n != line]
             if not earlier or max(earlier) == record.lineno:
                 continue
-            ran = getattr(run.records, "lines_run", None)
-            if ran:  # only lines that ran: a branch not taken set nothing
+            ran = set().union(*(getattr(r.records, "lines_run", ()) for r in runs))
+            if ran:  # only lines that ran (in any call): a branch not taken set nothing
                 earlier = [n for n in earlier if (code.co_filename, n) in ran]
             if not earlier:
                 continue
@@ -2327,7 +2332,31 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     return dataclasses.replace(finding, made_elsewhere=tuple(where))
 
 
-def _mask_made_elsewhere(finding: Finding, fn: Callable | None) -> Finding:
+def _values_made_from_keys(finding: Finding, runs: list[_Run]) -> Finding:
+    """keys_as_values where the code names the keys `v` (`v = k.repeat_interleave(...)`): the
+    line that assigns a v-name the keys' numbers, before the line found, is the slip's place."""
+    record = finding.record
+    if finding.mistake != "keys_as_values" or record is None or record.lineno is None:
+        return finding
+    run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
+    keys = [run.stages[n] for n in ("k_heads", "k") if n in run.stages]
+    for r in run.records:
+        match = re.match(r"\s*(v\w*)\s*=[^=]", r.code or "", re.IGNORECASE)
+        if (r.lineno is None or r.lineno >= record.lineno or match is None
+                or not r.dtype.is_floating_point):  # fmt: skip
+            continue
+        if any(_same_in_some_form(r.tensor, "k_heads", key) for key in keys):
+            hint = (
+                "look at what v is made from, on this line or before it: the values come from "
+                "the v the function is given, not from k."
+            )
+            return dataclasses.replace(finding, record=r, position=_position(r, runs), hint=hint)
+    return finding
+
+
+def _mask_made_elsewhere(
+    finding: Finding, fn: Callable | None, runs: list | None = None
+) -> Finding:
     """A finding on a line that applies a mask (masked_fill, where) made from a name the
     function assigns on an earlier line (`m = mask.repeat(...)`): the check does not trace
     boolean tensors, so the slip may be in that mask. Names the last such line as `mask_line`."""
@@ -2336,10 +2365,16 @@ def _mask_made_elsewhere(finding: Finding, fn: Callable | None) -> Finding:
         return finding
     if finding.mistake not in (None, "mask_inverted"):  # a fill value, a mask left unused: here
         return finding
-    call = re.search(r"(?:masked_fill_?|where)\(\s*([^,]+),", record.code or "")
+    call = re.search(r"(?:masked_fill_?|where)\(", record.code or "")
     if call is None:
         return finding
-    names = set(re.findall(r"[A-Za-z_]\w*", call.group(1)))
+    argument, depth = "", 0  # the first argument, up to its comma at depth 0
+    for char in record.code[call.end() :]:
+        if char in ",)" and depth == 0:
+            break
+        depth += (char in "([{") - (char in ")]}")
+        argument += char
+    names = set(re.findall(r"(?<![.\w])[A-Za-z_]\w*", argument))
     stored, todo = [], [code]
     while todo:
         current = todo.pop(0)
@@ -2348,7 +2383,11 @@ def _mask_made_elsewhere(finding: Finding, fn: Callable | None) -> Finding:
             if ins.opname.startswith("STORE_") and ins.argval in names and line:
                 stored.append(line)
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
-    earlier = [n for n in stored if n < record.lineno]
+    ran = set().union(*(getattr(r.records, "lines_run", ()) for r in runs or ()))
+    sizes = re.compile(r"\.shape\b|\.size\(")  # `B, T, d = x.shape` makes no mask
+    earlier = [n for n in stored if n < record.lineno
+               and (not ran or (code.co_filename, n) in ran)
+               and not sizes.search(linecache.getline(code.co_filename, n))]  # fmt: skip
     if not earlier:
         return finding
     line = max(earlier)
@@ -2407,7 +2446,9 @@ def _call_args(run_args: dict, mask: bool, per_head: bool) -> dict:
     return run_args
 
 
-def _reordered_parameters(fn: Callable, args: dict, expected: torch.Tensor) -> str:
+def _reordered_parameters(
+    fn: Callable, args: dict, expected: torch.Tensor, only_if_right: bool = False
+) -> str:
     """'' unless fn's parameters carry the exercise's names in another order (`context, x`
     where the check passes x, context): then what each moved parameter receives, and whether
     fn is right when each argument goes to the parameter of its name (run, not guessed)."""
@@ -2427,6 +2468,8 @@ def _reordered_parameters(fn: Callable, args: dict, expected: torch.Tensor) -> s
     moved = [(mine, theirs) for mine, theirs in zip(params, names) if mine != theirs]
     gets = "; ".join(f"your `{mine}` receives the check's {theirs}" for mine, theirs in moved)
     right = out is not None and out.shape == expected.shape and _same(out, expected)
+    if only_if_right and not right:
+        return ""
     then = (
         "Given each argument under its own name, your function is right: put its parameters "
         "in the exercise's order."
@@ -2593,7 +2636,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     if returned:
         note = "\n  ".join(n for n in (_returned_note(returned[0], (), False), note) if n)
     effects = dict.fromkeys(_side_effect_note(t) for t, _, _, _ in results.values())
-    note = "\n  ".join(n for n in (note, *effects) if n)
+    plain_note, note = note, "\n  ".join(n for n in (note, *effects) if n)
     second_args = {**_inputs(second=True), "mask": None}
     findings = _safe_explain(
         [
@@ -2616,7 +2659,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
         return _verdict(False, problem, echo, note=note)  # NaN or float16 the names do not explain
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
-        return _verdict(False, _changed_in_place(trace), echo, note=note)  # see _changed_in_place
+        return _verdict(False, _changed_in_place(trace), echo, note=plain_note)
     words = _EXERCISE_WORDS.get(exercise)
     message = _message(findings, words=words) if findings else _fallback(out, expected)
     return _verdict(False, message, echo, findings, note)
@@ -2769,6 +2812,9 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
     args = make_args()
     note = _note(fn, name)
     trace, problem = _run(fn, args, name=name)
+    if problem and problem.startswith("✗ Your function raised"):  # (k, q, v): a shape error
+        reordered = _reordered_parameters(fn, args, stages_of(**args)["out"], only_if_right=True)
+        problem = reordered or problem
     if problem:
         return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
     out, extra = _unpack(trace.result)

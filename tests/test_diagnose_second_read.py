@@ -368,3 +368,17 @@ def test_a_recursion_names_the_line_that_calls_itself_not_the_deepest_comparison
     result = diagnose(calls_itself_without_a_mask, echo=False)
     assert not result.ok
     says(result.message, "RecursionError", f"(line {marked_line(calls_itself_without_a_mask)}: ")
+
+
+def values_made_from_the_keys(q, k, v):
+    group = q.size(1) // k.size(1)
+    v = k.repeat_interleave(group, dim=1)  # <-
+    k = k.repeat_interleave(group, dim=1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    return scores.softmax(dim=-1) @ v
+
+
+def test_values_made_from_the_keys_are_blamed_on_the_line_that_makes_them():
+    result = check_exercise(values_made_from_the_keys, "shared_kv", echo=False)
+    assert result.mistakes == ("keys_as_values",), result.message
+    assert list(result.lines) == [marked_line(values_made_from_the_keys)]
