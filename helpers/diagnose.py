@@ -2292,6 +2292,7 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or numbers):
         return finding
     run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
+    ran = _lines_run(runs)
     compared = {run.records[i].lineno for i in run.found.values()}  # with a helper's callers
     compared |= {run.records[i].caller[0] for i in run.found.values() if run.records[i].caller}
     params = set(inspect.signature(fn).parameters) if callable(fn) else set()
@@ -2313,7 +2314,6 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
             earlier = [n for n in stores.get(name, ()) if n < record.lineno and n != line]
             if not earlier or max(earlier) == record.lineno:
                 continue
-            ran = set().union(*(getattr(r.records, "lines_run", ()) for r in runs))
             if ran:  # only lines that ran (in any call): a branch not taken set nothing
                 earlier = [n for n in earlier if (code.co_filename, n) in ran]
             if not earlier:
@@ -2330,6 +2330,11 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     texts = [linecache.getline(code.co_filename, n).strip() for n in nearest]
     where = [f"line {n}: `{t}`" if t else f"line {n}" for n, t in zip(nearest, texts)]
     return dataclasses.replace(finding, made_elsewhere=tuple(where))
+
+
+def _lines_run(runs: list[_Run]) -> set:
+    """(file, line) of every line of the learner's that ran, in any of the calls."""
+    return set().union(*(getattr(r.records, "lines_run", ()) for r in runs))
 
 
 def _values_made_from_keys(finding: Finding, runs: list[_Run]) -> Finding:
@@ -2383,7 +2388,7 @@ def _mask_made_elsewhere(
             if ins.opname.startswith("STORE_") and ins.argval in names and line:
                 stored.append(line)
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
-    ran = set().union(*(getattr(r.records, "lines_run", ()) for r in runs or ()))
+    ran = _lines_run(runs or [])
     sizes = re.compile(r"\.shape\b|\.size\(")  # `B, T, d = x.shape` makes no mask
     earlier = [n for n in stored if n < record.lineno
                and (not ran or (code.co_filename, n) in ran)
