@@ -121,7 +121,8 @@ class Finding:
     only: tuple[str, ...] = ()  # a mistake made in some of q, k and v only: those ("k",)
     right: tuple[str, ...] = ()  # ... and those the learner made right ("q", "v")
     source: Record | None = None  # a layout step's input from another line (see _layout_source)
-    upstream: tuple[int, ...] = ()  # lines before it the check could not compare (_unseen_lines)
+    upstream: tuple[tuple[int, str], ...] = ()  # (line, source) before it that the check could
+    # not compare (_unseen_lines)
     mask_line: str = ""  # where the mask this line applies is made (_mask_made_elsewhere)
     made_elsewhere: tuple[str, ...] = ()  # earlier lines the values it reads are set on
 
@@ -1189,7 +1190,7 @@ def _unseen_lines(name: str, stage: str, record: Record | None, runs: list[_Run]
         seen.add(j)
         r = run.records[j]
         if r.lineno is not None and r.lineno < record.lineno and r.lineno not in matched:
-            lines.add(r.lineno)
+            lines.add((r.lineno, r.code))
         if j not in run.found.values():
             todo += r.parents
     return tuple(sorted(lines))
@@ -1693,6 +1694,10 @@ def _entry(
             words = "weights"  # not "the softmax of the scores": there is none on its line
             hint = "look at how this line turns the scores into weights: which function, over "
             hint += "which dim?"
+        if "another order" in finding.detail and finding.stage != "merged":
+            hint = ("the same numbers in another order: look at which head, token or feature "
+                    "each place of this line's result gets (an index, a loop's order, a "
+                    "transpose).")  # fmt: skip
         hint = finding.hint or hint
         verb = "differs" if words.startswith(("output", "W_QK", "x·W_QK")) else "differ"
         detail = finding.detail
@@ -1716,8 +1721,9 @@ def _entry(
         where = "the check cannot tell which line of your code makes it."
     lines = [f"{indent}Where: {where}"] if where else []
     if where and finding.upstream:
-        *most, last = [str(n) for n in finding.upstream]
-        listed = f"lines {', '.join(most)} and {last} make" if most else f"line {last} makes"
+        *most, last = [f"line {n}: `{code}`" if code else f"line {n}" for n, code in
+                       finding.upstream]  # fmt: skip
+        listed = f"{'; '.join(most)} and {last} make" if most else f"{last} makes"
         lines.append(
             f"{indent}  This is where the check first sees it: it could not compare what "
             f"{listed} with the reference, so the slip may be there or on this line."
@@ -1837,6 +1843,8 @@ def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -
         return trace
     why, place = trace.stopped
     where = f" while running {place.where}" if place.where else ""
+    loop = _enclosing_loop(getattr(fn, "__code__", None), place) if place.where else ""
+    where += f", inside the loop on {loop}" if loop else ""
     if why == "interrupt":
         raise _Halted(f"■ Check stopped by you{where}.")
     where = f": it was stopped{where}" if where else ""
@@ -1853,6 +1861,24 @@ def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -
         )
         rest = "A right answer makes well under 1 MB at the check's sizes."
     raise _Halted(f"{head} Hint: does a loop there never end? {rest}")
+
+
+def _enclosing_loop(code: types.CodeType | None, place: Place) -> str:
+    """'line 8: `while True:`', the innermost loop of the learner's function around the line a
+    call was stopped on (`pass` inside it), or '' (the line is the loop's own, or in a helper)."""
+    if code is None or place.caller is not None or place.lineno is None:
+        return ""
+    lines = linecache.getlines(code.co_filename)
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return ""
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For | ast.While)
+             and node.lineno < place.lineno <= (node.end_lineno or 0)]  # fmt: skip
+    if not loops:
+        return ""
+    loop = max(loops, key=lambda node: node.lineno)
+    return f"line {loop.lineno}: `{lines[loop.lineno - 1].strip()}`"
 
 
 _LIBRARY_DIRS = tuple(
@@ -2088,8 +2114,8 @@ def _changed_in_place(trace: Trace) -> str:
     mistake explains it: the message. The check's stages are made from the arguments as given,
     so it cannot tell which later steps differ only because of the change: it says so, and
     names nothing else."""
-    if not trace.changed:
-        return ""
+    if not trace.changed or not trace.read_after_change:  # changed after its last use: the
+        return ""  # steps compared are the same as without the change; a note says it
     parts = [f"{arg} in place, on {place.where}" if place.where else f"{arg} in place"
              for arg, (_, place) in trace.changed.items()]  # fmt: skip
     args = " and ".join(trace.changed)
@@ -2231,18 +2257,20 @@ def _safe_explain(
     try:
         made = [_Run(records, stages_of) for records, stages_of in runs]
         findings = _explain(made, candidates, outside, written, swapped)
-        findings = [_values_made_from_keys(f, made) for f in findings]
+        findings = [_values_made_from_keys(f, made, fn) for f in findings]
         findings = [_mask_made_elsewhere(f, fn, made) for f in findings]
         return [_names_made_elsewhere(f, fn, made) for f in findings]
     except Exception:  # noqa: BLE001
         return []
 
 
-def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:
+def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set, set]:
     """({name: lines that assign or change it}, {line: names read on it}, the lines of for
-    loops) over fn's code and the code nested in it (a generator expression, a helper)."""
+    loops, the lines that change a list or dict by a method: `heads.insert(0, o)`) over fn's
+    code and the code nested in it (a generator expression, a helper)."""
     stores: dict[str, set] = {}
     loops: set[int] = set()
+    mutated: set[int] = set()
     loads: dict[int, set] = {}
     todo, loaded = [code], None
     while todo:
@@ -2258,13 +2286,14 @@ def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:
             elif ins.opname in ("LOAD_METHOD", "LOAD_ATTR") and ins.argval in _MUTATORS:
                 if loaded is not None:  # heads.append(out): a line that changes `heads`
                     stores.setdefault(loaded, set()).add(line)
+                    mutated.add(line)
             if ins.opname in _LOADS:
                 loads.setdefault(line, set()).add(ins.argval)
                 loaded = ins.argval
             else:
                 loaded = None
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
-    return stores, loads, loops
+    return stores, loads, loops, mutated
 
 
 _LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
@@ -2280,28 +2309,41 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     """A finding on a line that reads names set on earlier lines the check could not compare
     (a number: `d_k = w_q.shape[1]`, `scale = ...`, `j = i % g`; a loop's variables:
     `for wq, wk, wv in zip(...)`; a tensor no step of the reference matches): the slip may be
-    on those lines. Names up to three of them, the nearest first, as `made_elsewhere`; only for
-    findings such a value can cause (a scale, positions, a head's index, or a difference no
-    known mistake explains), and not when another note already says where else to look."""
+    on those lines. Names them all, the nearest first, as `made_elsewhere`; only for findings
+    such a value can cause (a scale, positions, a head's index, or a difference no known
+    mistake explains), and not when another note already says where else to look.
+
+    A scale is followed through the names the line computes with, not through its indices
+    (`q[:, i] @ k[:, j].mT * scale`: scale); an order through every name, across the tensors
+    the check matched too (`heads.append(w @ v)` after `v = x @ w_v[j].T` after `j = n - 1 - i`),
+    and never to a line that only reads sizes (`B, T, d = x.shape`), which cannot reorder."""
     record, code = finding.record, getattr(fn, "__code__", None)
     if record is None or record.lineno is None or code is None:
         return finding
     if finding.mask_line or finding.upstream:
         return finding
-    numbers = "another scale" in finding.detail or "another order" in finding.detail
-    if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or numbers):
+    order = "another order" in finding.detail
+    scale = "another scale" in finding.detail
+    if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or order or scale):
         return finding
+    scale = scale or finding.mistake in _SCALING
     run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
     ran = _lines_run(runs)
     compared = {run.records[i].lineno for i in run.found.values()}  # with a helper's callers
     compared |= {run.records[i].caller[0] for i in run.found.values() if run.records[i].caller}
     params = set(inspect.signature(fn).parameters) if callable(fn) else set()
-    stores, loads, loops = _stores_and_loads(code)
+    stores, loads, loops, mutated = _stores_and_loads(code)
+    if scale:  # the names the line divides or multiplies by, not those it indexes with
+        loads = {**loads, record.lineno: _names_outside_indices(record.code)
+                 & loads.get(record.lineno, set())}  # fmt: skip
+    other_stage = "yours equal the reference's" in finding.detail  # another tensor, not a number
+    sizes = {name for name, at in stores.items()  # names read from a shape: B, T, d_model
+             if all(_SIZES_ONLY.match(linecache.getline(code.co_filename, n)) for n in at)}
     lines, todo, seen = set(), [record.lineno], set()
     if finding.source is not None and finding.source.lineno:  # what the line it is made from reads
         todo.append(finding.source.lineno)
         compared.add(finding.source.lineno)
-    if "another order" in finding.detail:  # a list a loop fills: the loop sets the order
+    if order:  # a list a loop fills: the loop sets the order
         for name in loads.get(record.lineno, ()):
             for at in stores.get(name, ()):
                 lines |= {max((n for n in loops if n < at), default=at)} - {at}
@@ -2320,16 +2362,86 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
                 continue
             at = max(earlier)
             text = linecache.getline(code.co_filename, at).strip()
-            if at in compared or text.startswith(("def ", "class ", "@")):
-                continue  # a tensor the check matched with one of the reference's steps
+            if text.startswith(("def ", "class ", "@")):
+                continue
+            if at in compared:  # a tensor the check matched with one of the reference's steps:
+                if order:  # which one it is may come from an index made before it, and where
+                    indices = _names_in_indices(text)  # it goes from the call that puts it in
+                    loads[at] = {n for n in loads.get(at, ()) if n in indices  # a list (not at
+                                 or stores.get(n, set()) & (compared | mutated)}  # its end)
+                    todo.append(at)
+                    lines |= {at} & mutated if ".append(" not in text else set()
+                continue
+            if not scale and _SIZES_ONLY.match(text):
+                continue  # sizes, read from a shape, neither reorder nor mask
+            if (order or other_stage) and not scale and _sizes_from(text, params | sizes):
+                continue  # d_k = d_model // num_heads: no offset, nothing to reorder
             lines.add(at)
             todo.append(at)
     if not lines:
         return finding
-    nearest = sorted(lines, reverse=True)[:3]
+    nearest = sorted(lines, reverse=True)
     texts = [linecache.getline(code.co_filename, n).strip() for n in nearest]
     where = [f"line {n}: `{t}`" if t else f"line {n}" for n, t in zip(nearest, texts)]
     return dataclasses.replace(finding, made_elsewhere=tuple(where))
+
+
+# a line that only unpacks or reads sizes: `B, T, d_model = x.shape`, `n = len(w_q)`
+_SIZES_ONLY = re.compile(
+    r"[\w\s,()]+=\s*(?:\w+\.shape(?:\[[-\d:]*\])?|\w+\.size\(\s*-?\d*\s*\)|len\(\w+\))\s*(?:#.*)?$"
+)
+
+
+_SHAPING = {"view", "reshape", "transpose", "permute", "expand", "flatten", "unflatten", "split",
+            "chunk", "unsqueeze", "squeeze", "movedim", "swapaxes", "repeat", "repeat_interleave",
+            "narrow", "select", "size", "tril", "triu", "diagonal", "roll"}  # fmt: skip
+
+
+def _sizes_from(text: str, names: set) -> bool:
+    """Whether a line only sets a name to a product or floor quotient of `names` (sizes and
+    parameters): `d_k = d_model // num_heads`."""
+    tree = _parsed(text)
+    if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+        return False
+    allowed = (ast.Name, ast.BinOp, ast.FloorDiv, ast.Mult, ast.Load)
+    value = tree.body[0].value
+    return all(isinstance(n, allowed) for n in ast.walk(value)) and all(
+        n.id in names for n in ast.walk(value) if isinstance(n, ast.Name)
+    )
+
+
+def _names_in_indices(code: str) -> set:
+    """The names a line of code reads inside a subscript (`x @ w_q[j].T`: j)."""
+    tree = _parsed(code)
+    if tree is None:
+        return set(re.findall(r"[A-Za-z_]\w*", code or ""))
+    return {n.id for sub in ast.walk(tree) if isinstance(sub, ast.Subscript)
+            for n in ast.walk(sub.slice) if isinstance(n, ast.Name)}  # fmt: skip
+
+
+def _parsed(code: str) -> ast.AST | None:
+    """One line of code parsed on its own (a `return` as its expression), or None."""
+    for text in (code.strip().removeprefix("return ").strip() or "0", code.strip()):
+        try:
+            return ast.parse(text)
+        except SyntaxError:
+            continue
+    return None
+
+
+def _names_outside_indices(code: str) -> set:
+    """The names a line of code reads outside any subscript and any shaping call's arguments
+    (`q[:, i] @ k[:, j].mT * s`: q, k, s; `o.reshape(B, T, d) * 2`: o); every name it reads if
+    it does not parse on its own."""
+    tree = _parsed(code)
+    if tree is None:
+        return set(re.findall(r"[A-Za-z_]\w*", code or ""))
+    layout = [c for c in ast.walk(tree) if isinstance(c, ast.Call)  # .reshape(B, T, d): sizes
+              and isinstance(c.func, ast.Attribute) and c.func.attr in _SHAPING]  # fmt: skip
+    inside = {id(n) for sub in ast.walk(tree) if isinstance(sub, ast.Subscript)
+              for n in ast.walk(sub.slice)}  # fmt: skip
+    inside |= {id(n) for c in layout for a in (*c.args, *c.keywords) for n in ast.walk(a)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in inside}
 
 
 def _lines_run(runs: list[_Run]) -> set:
@@ -2337,7 +2449,7 @@ def _lines_run(runs: list[_Run]) -> set:
     return set().union(*(getattr(r.records, "lines_run", ()) for r in runs))
 
 
-def _values_made_from_keys(finding: Finding, runs: list[_Run]) -> Finding:
+def _values_made_from_keys(finding: Finding, runs: list[_Run], fn: Callable | None) -> Finding:
     """keys_as_values where the code names the keys `v` (`v = k.repeat_interleave(...)`): the
     line that assigns a v-name the keys' numbers, before the line found, is the slip's place."""
     record = finding.record
@@ -2351,12 +2463,41 @@ def _values_made_from_keys(finding: Finding, runs: list[_Run]) -> Finding:
                 or not r.dtype.is_floating_point):  # fmt: skip
             continue
         if any(_same_in_some_form(r.tensor, "k_heads", key) for key in keys):
-            hint = (
-                "look at what v is made from, on this line or before it: the values come from "
-                "the v the function is given, not from k."
-            )
-            return dataclasses.replace(finding, record=r, position=_position(r, runs), hint=hint)
+            position, alias = _position(r, runs), _aliased_from(r, match.group(1), fn)
+            if alias is not None:  # `v = k` on an earlier line: there
+                r = dataclasses.replace(r, lineno=alias.lineno, code=alias.code)
+            return dataclasses.replace(finding, record=r, position=position, hint=_V_FROM_K)
+    code = getattr(fn, "__code__", None)  # `v = k`, then `weights @ v`: no v-line has a record
+    names = _stores_and_loads(code)[1].get(record.lineno, ()) if code is not None else ()
+    for name in sorted(n for n in names if n.lower().startswith("v")):
+        alias = _aliased_from(record, name, fn)
+        if alias is not None:
+            record = dataclasses.replace(record, lineno=alias.lineno, code=alias.code)
+            return dataclasses.replace(finding, record=record, hint=_V_FROM_K)
     return finding
+
+
+_V_FROM_K = ("look at what v is made from, on this line or before it: the values come from the v "
+             "the function is given, not from k.")
+
+
+def _aliased_from(record: Record, name: str, fn: Callable | None) -> Place | None:
+    """The line that last set `name` before record's line by a plain assignment of another
+    name (`v = k`: no op, so no record), when record's line reads `name` itself (`v =
+    v.repeat_interleave(...)`): the place the values were first taken from the keys."""
+    code = getattr(fn, "__code__", None)
+    if code is None or record.lineno is None or record.caller is not None:
+        return None
+    stores, loads, _, _ = _stores_and_loads(code)
+    if name not in loads.get(record.lineno, ()):
+        return None
+    earlier = [n for n in stores.get(name, ()) if n < record.lineno]
+    if not earlier:
+        return None
+    text = linecache.getline(code.co_filename, max(earlier)).strip()
+    if not re.fullmatch(rf"{re.escape(name)}\s*=\s*[A-Za-z_]\w*\s*(#.*)?", text):
+        return None
+    return Place(max(earlier), text)
 
 
 def _mask_made_elsewhere(

@@ -85,8 +85,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
     "heads_split_interleaved": (
         "each head gets every h-th feature, as when a view cuts d_model into (d_k, h) instead of "
         "(h, d_k)",
-        "head i owns the d_k features next to each other, i·d_k .. (i+1)·d_k: which of h and d_k "
-        "comes first in your cut?",
+        "head i owns the d_k features next to each other, i·d_k .. (i+1)·d_k, not every h-th "
+        "one: which of h and d_k comes first in your cut (or, for a slice, what is its step)?",
     ),
     "heads_merged_without_transpose": (
         "the heads' outputs are put back together in the wrong order: (B, h, T, d_k) reshaped "

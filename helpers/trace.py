@@ -107,6 +107,7 @@ class Trace:
     # "interrupt": KeyboardInterrupt, the notebook's stop button) and the line it was running
     changed: dict[str, tuple[str, Place]] = field(default_factory=dict)  # an input's name -> the
     # first in-place op on it (its storage) and the line
+    read_after_change: frozenset = frozenset()  # the names in `changed` an op read afterwards
     reseeded: Place | None = None  # where the code reset torch's default random generator
     lines_run: frozenset = frozenset()  # (file, line) of each of the learner's lines that ran
 
@@ -329,6 +330,7 @@ class _Recorder(TorchFunctionMode):
         self.inputs = {t.untyped_storage().data_ptr(): name for name, t in (inputs or {}).items()
                        if isinstance(t, torch.Tensor) and t.numel()}  # fmt: skip
         self.changed: dict[str, tuple[str, Place]] = {}  # an input's name -> first in-place op
+        self.read_after: set[str] = set()  # the changed inputs an op read after the change
         self.stop = stop  # the code object of trace_call: frames above it are not the learner's
         self.made: list = []
         self.families: dict[int, int] = {}  # id of a tensor made here -> its family
@@ -363,6 +365,11 @@ class _Recorder(TorchFunctionMode):
         parents = self._parents(args, kwargs)  # before the op: an in-place op's input is older
         name = getattr(func, "__name__", type(func).__name__)
         inputs = _tensors(args, kwargs)
+        if self.changed:  # an op that reads a changed input (or a view of it) after the change
+            for t in inputs:
+                who = self.inputs.get(t.untyped_storage().data_ptr()) if t.numel() else None
+                if who in self.changed:
+                    self.read_after.add(who)
         caught: list = []  # read in `finally`, also when an interrupt lands before the `with`
         try:
             with warnings.catch_warnings(record=True) as caught:
@@ -518,6 +525,7 @@ def trace_call(
     # a reseed that left the generator as the call found it (a state saved and put back) is none
     place = reseeded[0] if reseeded and not torch.equal(end, start) else None
     return Trace(
-        result, error, records, at, failed, recorder.made, stopped, recorder.changed, place,
-        frozenset(guard.lines_run),
+        result, error, records, at, failed, recorder.made, stopped, recorder.changed,
+        reseeded=place, lines_run=frozenset(guard.lines_run),
+        read_after_change=frozenset(recorder.read_after),
     )  # fmt: skip

@@ -470,7 +470,7 @@ def test_exercises():
     assert "`return t.view(B, num_heads, T, d // num_heads)`" in wrong.message
     interleaved = check_exercise(split_interleaved, "split_heads", echo=False)
     assert interleaved.mistake == "heads_split_interleaved"
-    assert "which of h and d_k comes first in your cut?" in interleaved.message
+    assert "which of h and d_k comes first in your cut (or, for a slice" in interleaved.message
     swapped = check_exercise(split_swapped, "split_heads", echo=False).message
     assert swapped == (
         "✗ Expected shape (2, 3, 5, 4), got (2, 4, 3, 5). The same numbers with the dims in "

@@ -242,7 +242,9 @@ def test_a_mistake_first_seen_at_the_output_names_the_lines_the_check_could_not_
     assert list(result.lines) == [line]
     says(
         result.message,
-        f"lines {line - 3}, {line - 2} and {line - 1} make with the reference",
+        f"what line {line - 3}: `grouped = q.view(B, h // g, g, T, d)",
+        f"; line {line - 2}: `s = grouped @ k",
+        f"and line {line - 1}: `o = s.softmax(-1) @ v.unsqueeze(1)` make with the reference",
         "the slip may be there or on this line",
         "pairs each query head with a K/V head",
     )

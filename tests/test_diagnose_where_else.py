@@ -1,0 +1,147 @@
+"""helpers.diagnose on where else a slip may be, after a cold review of the third trial's
+messages: the values a line reads from earlier lines are followed to the line that made them (an
+index `j = n - 1 - i`, a list filled at its front, an alias `v = k`), a scale only through what
+the line computes with (not its indices or a reshape's sizes), every such line is named (none
+dropped), and an argument changed in place after its last use leaves the diagnosis as it is.
+Each learner function is written by hand, one slip, with the line the message must point at
+marked `# <-` and the slip's own line marked `# slip`."""
+
+import inspect
+import math
+
+import torch
+
+from helpers.diagnose import check_exercise, diagnose
+
+
+def marked(fn, mark: str = "# <-") -> int:
+    lines, start = inspect.getsourcelines(fn)
+    return next(start + i for i, line in enumerate(lines) if mark in line)
+
+
+def says(message: str, *texts: str) -> None:
+    for text in texts:
+        assert text in message, f"{text!r} missing from:\n{message}"
+
+
+def heads_read_through_a_reversed_index(x, w_q, w_k, w_v, w_o):
+    heads = []
+    n = len(w_q)
+    for i in range(n):
+        j = n - 1 - i  # slip
+        q, k, v = x @ w_q[j].T, x @ w_k[j].T, x @ w_v[j].T
+        heads.append((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T  # <-
+
+
+def heads_put_at_the_front(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for wq, wk, wv in zip(w_q, w_k, w_v):
+        q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
+        heads.insert(0, (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v)  # slip
+    return torch.cat(heads, dim=-1) @ w_o.T  # <-
+
+
+def test_an_order_is_followed_to_the_index_and_the_list_call_that_set_it():
+    """The heads come out in another order; the tensors the check matched (each head's q, k, v
+    and weights·v) are passed through to the index that chose them, or to the call that put them
+    at the list's front. A size read from a shape cannot reorder and is not named."""
+    for fn in (heads_read_through_a_reversed_index, heads_put_at_the_front):
+        result = diagnose(fn, per_head=True, echo=False)
+        assert list(result.lines) == [marked(fn)], result.message
+        says(result.message, f"line {marked(fn, '# slip')}: `", "the slip may be there")
+        assert "len(w_q)" not in result.message.split("It reads")[1], result.message
+
+
+def scale_read_far_above(q, k, v):
+    scale = q.shape[-2] ** -0.5  # slip: T, not d_k
+    h, g = q.shape[1], k.shape[1]
+    group = h // g
+    outs = []
+    for i in range(h):
+        j = i // group
+        s = q[:, i] @ k[:, j].transpose(-2, -1) * scale  # <-
+        outs.append(s.softmax(dim=-1) @ v[:, j])
+    return torch.stack(outs, dim=1)
+
+
+def test_a_scale_is_followed_through_what_the_line_computes_with_and_no_line_is_dropped():
+    """The scores are × a wrong number made five lines up; the line also reads i and j, which
+    only index: the message names the scale's line, and not the loop's or the index's."""
+    result = check_exercise(scale_read_far_above, "shared_kv", echo=False)
+    assert list(result.lines) == [marked(scale_read_far_above)], result.message
+    says(result.message, f"line {marked(scale_read_far_above, '# slip')}: `scale = q.shape[-2]")
+    after = result.message.split("It reads")[1].split("Hint")[0]
+    assert "for i in range(h)" not in after and "j = i // group" not in after, result.message
+
+
+def output_doubled_after_a_reshape(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    out = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(-1) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T * 2  # <-
+
+
+def test_a_reshape_s_sizes_are_not_where_a_scale_comes_from():
+    result = diagnose(output_doubled_after_a_reshape, mask=False, echo=False)
+    assert list(result.lines) == [marked(output_doubled_after_a_reshape)], result.message
+    says(result.message, "× 2")
+    assert "It reads values set on" not in result.message, result.message
+
+
+def values_aliased_to_the_keys(q, k, v):
+    group = q.size(1) // k.size(1)
+    v = k  # <-
+    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+    return (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(dim=-1) @ v
+
+
+def values_aliased_and_used_at_once(q, k, v):
+    group = q.size(1) // k.size(1)
+    v = k  # <-
+    k = k.repeat_interleave(group, dim=1)
+    w = (q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))).softmax(dim=-1)
+    return w @ v.repeat_interleave(group, dim=1)
+
+
+def test_values_taken_from_the_keys_by_a_plain_assignment_are_blamed_there():
+    """`v = k` makes no tensor, so no step of the trace is on its line: the line that later
+    repeats or uses v is not the slip; the assignment is."""
+    for fn in (values_aliased_to_the_keys, values_aliased_and_used_at_once):
+        result = check_exercise(fn, "shared_kv", echo=False)
+        assert result.mistakes == ("keys_as_values",), result.message
+        assert list(result.lines) == [marked(fn)], result.message
+        says(result.message, "look at what v is made from")
+
+
+def x_zeroed_after_its_last_use(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    x.zero_()
+    weights = (q @ k.transpose(-2, -1) / d_model).softmax(dim=-1)  # <-
+    return (weights @ v).transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def x_zeroed_before_its_use(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    x.zero_()
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_an_argument_changed_after_its_last_use_leaves_the_diagnosis_standing():
+    """x is zeroed once q, k and v are made: no later step reads it, so the scale slip after it
+    is named on its line, with a note on the change; zeroed before its use, the check says it
+    cannot tell the change from other slips."""
+    after = diagnose(x_zeroed_after_its_last_use, mask=False, echo=False)
+    assert list(after.lines) == [marked(x_zeroed_after_its_last_use)], after.message
+    says(after.message, "changes its argument x in place", "the caller's x would change too")
+    assert "cannot tell which differences" not in after.message, after.message
+    before = diagnose(x_zeroed_before_its_use, mask=False, echo=False)
+    says(before.message, "cannot tell which differences come from that change")
+    assert not before.lines, before.message
