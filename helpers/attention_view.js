@@ -263,6 +263,7 @@ function drawTitle(ctx, title, tile, width, colour, form = 0) {
 
 function drawQueryLabels(ctx, rows, tile, labelW, selected) {
   const step = labelStep(tile.cell);
+  ctx.labelStep = Math.max(ctx.labelStep || 1, step);
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   rows.forEach((word, q) => {
@@ -276,6 +277,7 @@ function drawQueryLabels(ctx, rows, tile, labelW, selected) {
 
 function drawKeyLabels(ctx, cols, tile, tq, labelH) {
   const step = labelStep(tile.cell);
+  ctx.labelStep = Math.max(ctx.labelStep || 1, step);
   ctx.font = `${FONT}px ${FONT_FAMILY}`;
   ctx.fillStyle = "#333";
   ctx.textAlign = "right";
@@ -461,6 +463,7 @@ function drawLines(ctx, area, frame, block, maps, view) {
   const count = drawn.length;
   const stepQ = Math.max(1, Math.ceil(LABEL_PITCH / pitchQ));
   const stepK = Math.max(1, Math.ceil(LABEL_PITCH / pitchK));
+  ctx.labelStep = Math.max(ctx.labelStep || 1, stepQ, stepK);
   ctx.textBaseline = "middle";
   block.rows.forEach((word, q) => {
     if (q % stepQ !== 0 && q !== selected) return;
@@ -674,6 +677,12 @@ function showHint(v) {
   else v.hint.textContent = model.get("mode") === "lines"
     ? `click a query word for its lines only${queryIsControl ? "" : " (again: all)"} · a head in the legend to see it alone`
     : MAPS_HINT;
+  // too little room for every word: say so, and how to see the others (as short as the hint
+  // it replaces, so that the toolbar keeps its height)
+  if (v.labelStep > 1 && !v.keyboard && model.get("mode") !== "lines") {
+    const nth = { 2: "2nd", 3: "3rd" }[v.labelStep] || `${v.labelStep}th`;
+    v.hint.textContent = `every ${nth} word labelled: hover a cell for the rest · click a query to follow it`;
+  }
 }
 
 // for tests and `make bench`: which frame is on screen, and when it was drawn
@@ -728,6 +737,7 @@ function paint(v, ctx, area, frame, block) {
     return { maps: null, geometry: drawMatrix(ctx, area, frame, block, model.get("palette")) };
   }
   const maps = mapsOf(block);
+  ctx.labelStep = 1; // the drawing below raises it when it labels only every n-th word
   const options = {
     palette: model.get("palette"),
     colormap: colormapOf(model),
@@ -753,6 +763,9 @@ function drawFrameForControls(v) {
     v.shown = null;
   } else {
     const { maps, geometry } = paint(v, ctx, area, drawFrame, block);
+    v.labelStep = ctx.labelStep || 1;
+    v.el.dataset.labelStep = String(v.labelStep); // for the tests
+    showHint(v);
     if (drawFrame.side !== v.lastSide) v.side.innerHTML = v.lastSide = drawFrame.side;
     v.shown = { key: state === "ok" ? key : v.shown.key, frame: drawFrame, block, maps, geometry };
   }

@@ -120,6 +120,10 @@ def test_a_loop_that_never_ends_is_stopped_in_every_exercise(name):
     before = _state()
     result = check_exercise(spin, name, echo=False, time_limit=LIMIT)
     stopped_at(result, spin, "n += 1" if "n += 1" in result.message else "while True")
+    if "n += 1" in result.message:  # a line inside the loop: the loop is named too
+        assert f"inside the loop on line {line_of(spin, 'while True')}: `while True:" in (
+            result.message
+        ), result.message
     assert_put_back(before)
 
 
@@ -470,3 +474,18 @@ def test_random_numbers_drawn_or_put_back_are_no_reseed():
     assert check_exercise(draws_and_puts_back, "split_heads", echo=False).ok
     assert check_exercise(draws, "split_heads", echo=False).ok
     assert torch.equal(torch.get_rng_state(), before)  # the check drew nothing of the notebook's
+
+
+def test_a_stop_inside_a_loop_names_the_loop_around_it():
+    """The line a call is stopped on may be the loop's body (`n += 1`): the message then names
+    the loop too; on the loop's own line, or a line in no loop, it adds nothing."""
+    from helpers.diagnose import _enclosing_loop
+    from helpers.trace import Place
+
+    body, header = line_of(spin, "n += 1"), line_of(spin, "while True")
+    assert _enclosing_loop(spin.__code__, Place(body, "n += 1")) == (
+        f"line {header}: `while True:  # a loop that never ends`"
+    )
+    assert _enclosing_loop(spin.__code__, Place(header, "while True:")) == ""
+    assert _enclosing_loop(spin.__code__, Place(header - 1, "n = 0")) == ""
+    assert _enclosing_loop(spin.__code__, Place(body, "n += 1", caller=(1, "x"))) == ""

@@ -5,6 +5,7 @@ followed through every head, impossible settings grey the maps and valid ones re
 the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
 
 import functools
+import re
 
 import pytest
 
@@ -518,16 +519,23 @@ def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
         this_panel(page, notebook),
         this_panel(page, notebook).locator(".widget-slider").first,
     )
-    heights = {}
+    heights, hints = {}, {}
     every_h(page, notebook, True)  # one h a press, as the presses below count
     for key, presses, h in (("ArrowLeft", 3, 1), ("ArrowRight", 15, 16), ("ArrowLeft", 12, 4)):
         press(page, h_slider, key, presses)
         wait_for_change(lambda h=h: box.get_attribute("data-key").endswith(f"h={h}"), False)
         heights[h] = whole.bounding_box()["height"]
+        hints[h] = (int(box.get_attribute("data-label-step")), box.locator(".av-hint").inner_text())
         if key == "ArrowRight":
             box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_h16.png")
     every_h(page, notebook, False)
     assert len(set(heights.values())) == 1, heights  # the tiles shrink, the area stays
+    # where the tiles are too small to label every word, the hint says so and how to see them
+    for step, hint in hints.values():
+        told = re.match(rf"every {step}(nd|rd|th) word labelled: hover a cell for the rest", hint)
+        assert bool(told) == (step > 1), hints
+    if notebook.startswith("03"):  # 16 tiles of 7 × 7 weights: too small to label all 7 words
+        assert hints[16][0] > 1 and hints[1][0] == 1, hints
 
 
 # the last slider of each panel, dragged with the mouse: what the panel then names
