@@ -2337,8 +2337,8 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
         loads = {**loads, record.lineno: _names_outside_indices(record.code)
                  & loads.get(record.lineno, set())}  # fmt: skip
     other_stage = "yours equal the reference's" in finding.detail  # another tensor, not a number
-    sizes = {name for name, at in stores.items()  # names read from a shape: B, T, d_model
-             if all(_SIZES_ONLY.match(linecache.getline(code.co_filename, n)) for n in at)}
+    shape = lambda n: _SIZES_ONLY.match(linecache.getline(code.co_filename, n))  # noqa: E731
+    sizes = {name for name, at in stores.items() if all(shape(n) for n in at)}  # B, T, d_model
     lines, todo, seen = set(), [record.lineno], set()
     if finding.source is not None and finding.source.lineno:  # what the line it is made from reads
         todo.append(finding.source.lineno)
@@ -2365,10 +2365,16 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
             if text.startswith(("def ", "class ", "@")):
                 continue
             if at in compared:  # a tensor the check matched with one of the reference's steps:
-                if order:  # which one it is may come from an index made before it, and where
-                    indices = _names_in_indices(text)  # it goes from the call that puts it in
-                    loads[at] = {n for n in loads.get(at, ()) if n in indices  # a list (not at
-                                 or stores.get(n, set()) & (compared | mutated)}  # its end)
+                if order:  # which one it is may come from an index made before it (followed:
+                    # its indices, and the tensors it is made from), and where it goes from the
+                    # call that puts it in a list, unless at its end
+                    indices = _names_in_indices(text)
+                    tensors = compared | mutated
+                    loads[at] = {
+                        n
+                        for n in loads.get(at, ())
+                        if n in indices or stores.get(n, set()) & tensors
+                    }
                     todo.append(at)
                     lines |= {at} & mutated if ".append(" not in text else set()
                 continue
@@ -2477,8 +2483,10 @@ def _values_made_from_keys(finding: Finding, runs: list[_Run], fn: Callable | No
     return finding
 
 
-_V_FROM_K = ("look at what v is made from, on this line or before it: the values come from the v "
-             "the function is given, not from k.")
+_V_FROM_K = (
+    "look at what v is made from, on this line or before it: the values come from the v "
+    "the function is given, not from k."
+)
 
 
 def _aliased_from(record: Record, name: str, fn: Callable | None) -> Place | None:
