@@ -2885,11 +2885,17 @@ def _induction_args(second: bool = False) -> dict:
 
 SHARED_KV_SIZES = {"B": 2, "h": 4, "g": 2, "T": 5, "d_k": 3}  # 15's exercise: groups of 2
 SHARED_KV_SIZES2 = {"B": 1, "h": 6, "g": 1, "T": 7, "d_k": 4}  # one K/V head (MQA)
+SHARED_KV_SIZES3 = {"B": 1, "h": 8, "g": 2, "T": 4, "d_k": 2}  # groups of 4: h // g is neither
+# g (h = g² at the first sizes) nor 2, and the repeat is not a broadcast as at g = 1
+
+# further sets of sizes, after the second, for an exercise whose first two let a slip through
+FURTHER_CHECK_SIZES: dict[str, tuple[dict[str, int], ...]] = {"shared_kv": (SHARED_KV_SIZES3,)}
 
 
-def _shared_kv_args(second: bool = False) -> dict:
-    """q (B, h, T, d_k) and k, v (B, g, T, d_k): h query heads, g K/V heads."""
-    sizes = SHARED_KV_SIZES2 if second else SHARED_KV_SIZES
+def _shared_kv_args(second: bool | int = False) -> dict:
+    """q (B, h, T, d_k) and k, v (B, g, T, d_k): h query heads, g K/V heads; `second`: the
+    second set of sizes (True or 1) or a further one (2)."""
+    sizes = (SHARED_KV_SIZES, SHARED_KV_SIZES2, SHARED_KV_SIZES3)[int(second)]
     b, h, g, t, d_k = (sizes[n] for n in ("B", "h", "g", "T", "d_k"))
     gen = torch.Generator().manual_seed(5)
     return {
@@ -2983,10 +2989,12 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         again = _second_call_problem(fn, make_args(), expected)
         if again:  # wrong again at the same sizes: not the sizes
             return _verdict(False, again, echo, note=note)
-        second = make_args(second=True)
-        problem = _second_problem(fn, second, stages_of(**second)["out"])
-        if problem:
-            return _verdict(False, _at_second_sizes(name, fn, problem), echo, note=note)
+        for which in range(1, 2 + len(FURTHER_CHECK_SIZES.get(name, ()))):
+            second = make_args(second=which)
+            problem = _second_problem(fn, second, stages_of(**second)["out"])
+            if problem:
+                message = _at_second_sizes(name, fn, problem, which)
+                return _verdict(False, message, echo, note=note)
         message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}, {_two_sizes(name)}."
         return _verdict(True, message, echo)
     reordered = _reordered_parameters(fn, args, expected)
@@ -3147,9 +3155,11 @@ def _sizes_of(b: int, t: int, d_model: int, heads: int, d_k: int, t_k: int) -> d
 SECOND_CHECK_SIZES: dict[str, dict[str, int]] = _sizes_of(*_sizes(second=True))
 
 
-def _short_sizes(name: str, second: bool = False) -> str:
-    """'B = 2, T = 5, d_model = 12, num_heads = 3, d_k = 4' (the loop: 3 heads)."""
-    sizes = (SECOND_CHECK_SIZES if second else CHECK_SIZES)[name]
+def _short_sizes(name: str, second: bool | int = False) -> str:
+    """'B = 2, T = 5, d_model = 12, num_heads = 3, d_k = 4' (the loop: 3 heads); `second`: the
+    second set (True or 1), or a further one (2, ...)."""
+    sets = (CHECK_SIZES[name], SECOND_CHECK_SIZES[name], *FURTHER_CHECK_SIZES.get(name, ()))
+    sizes = sets[int(second)]
     parts = [f"{key} = {value}" for key, value in sizes.items()]
     if name == "loop":
         parts = [p if not p.startswith("num_heads") else f"{sizes['num_heads']} heads"
@@ -3159,7 +3169,13 @@ def _short_sizes(name: str, second: bool = False) -> str:
 
 def _two_sizes(name: str) -> str:
     """'at two sizes (B = 2, ...; then B = 1, ...)', for a ✓."""
-    return f"at two sizes ({_short_sizes(name)}; then {_short_sizes(name, True)})"
+    count = 2 + len(FURTHER_CHECK_SIZES.get(name, ()))
+    sets = "; then ".join(_short_sizes(name, which) for which in range(count))
+    return f"at {_COUNTS[count]} sizes ({sets})"
+
+
+_COUNTS = {2: "two", 3: "three", 4: "four"}
+_ORDINALS = {1: "second", 2: "third", 3: "fourth"}
 
 
 def _numbers_in(fn: Callable, name: str) -> str:
@@ -3305,8 +3321,9 @@ def _second_call_problem(fn: Callable, args: dict, expected: torch.Tensor, when:
     )
 
 
-def _at_second_sizes(name: str, fn: Callable, problem: str) -> str:
-    """The message for code right at the first sizes and not at the second."""
+def _at_second_sizes(name: str, fn: Callable, problem: str, which: int = 1) -> str:
+    """The message for code right at the first sizes and not at the second (`which` 1) or a
+    further set (2: the third)."""
     numbers = _numbers_in(fn, name)
     kept = _kept_state(fn)
     question = "does it hard-code a size, or compute one that holds only at these sizes?"
@@ -3319,10 +3336,15 @@ def _at_second_sizes(name: str, fn: Callable, problem: str) -> str:
         question += (
             f" Numbers written in your code that equal a size of the first check: {numbers}."
         )
+    if which == 1:
+        right = f"first sizes ({_short_sizes(name)})"
+    else:  # right at each set before this one
+        right = "; then ".join(_short_sizes(name, n) for n in range(which))
+        right = f"first {_COUNTS[which]} sets of sizes ({right})"
     return (
-        f"✗ Right at the check's first sizes ({_short_sizes(name)}), but not at a second set "
-        f"({_short_sizes(name, True)}): {problem} Your function was right at the first sizes "
-        f"only: {question}"
+        f"✗ Right at the check's {right}, but not at a {_ORDINALS[which]} set "
+        f"({_short_sizes(name, which)}): {problem} Your function was right at "
+        f"{'the first sizes' if which == 1 else 'those sizes'} only: {question}"
     )
 
 

@@ -10,8 +10,9 @@ from helpers.diagnose import check_exercise
 from helpers.mistakes import SLIPS, shared_kv_stages
 
 CORRECT = (
-    "✓ Correct: equal to the reference within atol 1e-04, at two sizes (B = 2, h = 4, g = 2, "
-    "T = 5, d_k = 3; then B = 1, h = 6, g = 1, T = 7, d_k = 4)."
+    "✓ Correct: equal to the reference within atol 1e-04, at three sizes (B = 2, h = 4, g = 2, "
+    "T = 5, d_k = 3; then B = 1, h = 6, g = 1, T = 7, d_k = 4; then B = 1, h = 8, g = 2, T = 4, "
+    "d_k = 2)."
 )
 
 
@@ -76,6 +77,24 @@ def test_15_a_group_size_that_holds_only_at_the_first_sizes_shows_at_the_second(
         "✗ Right at the check's first sizes (B = 2, h = 4, g = 2, T = 5, d_k = 3), but not at a "
         "second set (B = 1, h = 6, g = 1, T = 7, d_k = 4)"
     )
+
+
+def test_15_a_group_as_large_as_g_shows_at_the_third_sizes():
+    """`group = k.size(1)` (g, not h // g) is right where h = g² (the first sizes) and where g = 1
+    (a repeat by 1 then broadcasts): the third set, groups of 4 with g = 2, shows it."""
+
+    def repeated_g_times(q, k, v):
+        group = k.size(1)
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        return (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5).softmax(-1) @ v
+
+    result = check_exercise(repeated_g_times, "shared_kv", echo=False)
+    assert not result.ok
+    assert result.message.startswith(
+        "✗ Right at the check's first two sets of sizes (B = 2, h = 4, g = 2, T = 5, d_k = 3; "
+        "then B = 1, h = 6, g = 1, T = 7, d_k = 4), but not at a third set (B = 1, h = 8, g = 2, "
+        "T = 4, d_k = 2): it raised RuntimeError"
+    ), result.message
 
 
 def test_15_a_causal_mask_copied_from_above_is_named_where_it_is_applied():
