@@ -307,6 +307,22 @@ _REWORK = {
 }  # fmt: skip
 
 
+def _end_of_rework(record: Record, run: _Run) -> Record:
+    """The last of the arithmetic steps a tensor goes through on later lines, each of the same
+    shape and none matched to a stage (`e = exp(s)`, then `w = e / e.sum(-1)`): the tensor the
+    next stage takes, and the line that finishes it. Steps on the record's own line are one."""
+    index = {id(r): i for i, r in enumerate(run.records)}
+    i, matched = index.get(id(record)), set(run.found.values())
+    while i is not None:
+        later = [j for j in range(i + 1, len(run.records)) if i in run.records[j].parents
+                 and j not in matched and _op(run.records[j]) in _REWORK
+                 and run.records[j].tensor.shape == run.records[i].tensor.shape]  # fmt: skip
+        if len(later) != 1:
+            break
+        i = later[0]
+    return run.records[i] if i is not None else record
+
+
 def _op(record: Record) -> str:
     """The op's name without underscores: div_, __truediv__ and div are all "div"-like."""
     return record.op.strip("_")
@@ -1003,6 +1019,8 @@ def _explain(
         record = followed[0][1]
         if record is not None:  # k made with w_v: not v's own line, but the line like it
             record = _own_twin(record, target, first)
+            if target == "weights":  # a softmax by hand: e = exp(s), then e / e.sum(...)
+                record = _end_of_rework(record, first)
             followed[0] = (followed[0][0], record)
         if record is not None and _same_in_some_form(record.tensor, target, first.stages[target]):
             break  # the learner's tensor there is right: the departure is not one to name
@@ -1164,7 +1182,10 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
                 break
     if moved is record:
         return finding
-    return dataclasses.replace(finding, record=moved, position=_position(moved, runs))
+    hint = finding.hint  # a scale's hint names the other lines that scale: from the new one
+    if hint.startswith("look at the scale on this line"):
+        hint = _scale_hint(moved, run)
+    return dataclasses.replace(finding, record=moved, position=_position(moved, runs), hint=hint)
 
 
 def _unseen_lines(name: str, stage: str, record: Record | None, runs: list[_Run]) -> tuple:
@@ -2208,11 +2229,22 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
 _HALF = (torch.float16, torch.bfloat16)
 
 
-def _numeric_problem(records: list[Record], out: torch.Tensor, expected: torch.Tensor) -> str:
-    """The message for NaN in the output, or for code that computes in half precision; ''."""
+def _numeric_problem(
+    records: list[Record], out: torch.Tensor, expected: torch.Tensor, masked: bool = False
+) -> str:
+    """The message for NaN in the output, or for code that computes in half precision; ''.
+    `masked`: the call was given the check's mask (which leaves every query a key)."""
     if out.isnan().any() and not expected.isnan().any():
         first = next((r for r in records if r.tensor.isnan().any()), None)
         where = f" The first NaN is made on {first.where}." if first and first.where else ""
+        rows = _rows_all_minus_inf(first, records)
+        if rows:
+            given = "the check's mask leaves every query at least one key, so " if masked else ""
+            return (
+                f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
+                f"{where} {rows} Hint: {given}look at where those −inf come from; for a mask, "
+                "at its condition and at which dim is queries and which keys."
+            )
         return (
             f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
             f"{where} Hint: NaN comes from 0·∞, ∞ − ∞, 0/0, the square root of a negative "
@@ -2228,6 +2260,23 @@ def _numeric_problem(records: list[Record], out: torch.Tensor, expected: torch.T
             "every tensor in float32 on that line."
         )
     return ""
+
+
+def _rows_all_minus_inf(first: Record | None, records: list[Record]) -> str:
+    """For a softmax that makes the first NaN: 'Its input, made on line 7: `...`, has 6 rows
+    whose every score is −inf: a softmax of such a row is 0/0.' (the rows along the softmax's
+    last dim); '' when that is not why."""
+    if first is None or "softmax" not in first.op or not first.parents:
+        return ""
+    given = records[first.parents[0]]
+    empty = int((given.tensor == float("-inf")).all(dim=-1).sum()) if given.tensor.dim() else 0
+    if not empty:
+        return ""
+    where = f", made on {given.where}," if given.where else ""
+    return (
+        f"Its input{where} has {empty} row{'s' if empty > 1 else ''} whose every score is −inf "
+        "(every key masked): a softmax of such a row is 0/0."
+    )
 
 
 def _explains(findings: list[Finding], out: torch.Tensor, stages_of: Callable) -> bool:
@@ -2809,7 +2858,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     )
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
     trace, out, _, expected = results[label]
-    problem = _numeric_problem(trace.records, out, expected)
+    problem = _numeric_problem(trace.records, out, expected, runs[label]["mask"] is not None)
     if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
         return _verdict(False, problem, echo, note=note)  # NaN or float16 the names do not explain
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):

@@ -145,3 +145,59 @@ def test_an_argument_changed_after_its_last_use_leaves_the_diagnosis_standing():
     before = diagnose(x_zeroed_before_its_use, mask=False, echo=False)
     says(before.message, "cannot tell which differences come from that change")
     assert not before.lines, before.message
+
+
+def softmax_by_hand_over_everything(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+    scores = q @ k.transpose(-2, -1) / math.sqrt(w_q.shape[0])
+    e = torch.exp(scores)
+    weights = e / e.sum()  # <- the sum of the whole tensor, not of each row
+    return weights @ v
+
+
+def test_weights_made_over_two_lines_are_blamed_on_the_line_that_finishes_them():
+    """exp on one line, the division on the next: the weights are what the division makes, so
+    that line is named, with the exp's line as a place the slip may be."""
+    result = check_exercise(softmax_by_hand_over_everything, "one_head", echo=False)
+    line = marked(softmax_by_hand_over_everything)
+    assert list(result.lines) == [line], result.message
+    says(result.message, "Your weights differ", f"line {line - 1}: `e = torch.exp(scores)`")
+
+
+def scaled_twice(x, w_q, w_k):
+    d_k = w_q.shape[0]
+    w_qk = w_q.T @ w_k / math.sqrt(d_k)  # <-
+    return x @ w_qk @ x.transpose(-2, -1) / math.sqrt(d_k)
+
+
+def test_a_scale_hint_names_the_other_line_that_scales_not_its_own():
+    result = check_exercise(scaled_twice, "head_scores", echo=False)
+    line = marked(scaled_twice)
+    assert list(result.lines) == [line], result.message
+    says(result.message, f"your code also scales on line {line + 1};")
+    assert f"also scales on line {line};" not in result.message
+
+
+def mask_turned_round(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / d_k**0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask.transpose(-2, -1).unsqueeze(1), float("-inf"))  # <-
+    out = scores.softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_nan_from_rows_with_every_key_masked_names_the_line_that_masked_them():
+    """The mask transposed hides every key of some queries: the softmax makes NaN there. The
+    message names the masking line and says the check's own mask leaves each query a key."""
+    result = diagnose(mask_turned_round, echo=False)
+    line = marked(mask_turned_round)
+    says(
+        result.message,
+        "NaN",
+        f"Its input, made on line {line}: `scores = scores.masked_fill(",
+        "whose every score is −inf",
+        "the check's mask leaves every query at least one key",
+    )
