@@ -800,10 +800,15 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
     return candidates[0]
 
 
-def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int = 1) -> str:
+def _difference(
+    mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int = 1, head: int | None = None
+) -> str:
     """'largest difference 0.781, most of all in head 1' between the learner's tensor and the
-    stage, in the form with the learner's shape."""
+    stage, in the form with the learner's shape; `head`: the head a loop's pass made mine for
+    (compared with that head's, not with the nearest of all heads')."""
     forms = [f for f in _forms(value, KINDS[stage]) if f.shape == mine.shape]
+    if head is not None and value.dim() == 4 and head < value.shape[1]:
+        forms = [value[:, head]] if value[:, head].shape == mine.shape else forms
     if not forms:
         return f"shape {tuple(mine.shape)}, where the reference has {tuple(value.shape)}"
     diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
@@ -840,6 +845,17 @@ def _difference(mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int 
     if KINDS[stage] == "tokens" and heads > 1 and mine.shape == value.shape:  # (B, T, h·d_k)
         return f"{text}, {_which_heads(diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3)))}"
     return text
+
+
+def _pass(record: Record, run: _Run) -> int | None:
+    """Which pass of a loop over the heads made record (the i-th record of its line, op and
+    shape, when the line makes one per head), or None."""
+    heads = run.stages["q_heads"].shape[1] if "q_heads" in run.stages else 1
+    key = (record.lineno, record.op, tuple(record.tensor.shape))
+    siblings = [r for r in run.records if (r.lineno, r.op, tuple(r.tensor.shape)) == key]
+    if heads < 2 or len(siblings) != heads:
+        return None
+    return next((i for i, r in enumerate(siblings) if r is record), None)
 
 
 def _transposed_of(mine: torch.Tensor, form: torch.Tensor) -> bool:
@@ -1027,7 +1043,11 @@ def _explain(
         if any(f.stage == stage and f.record is record for f in findings):
             break  # said already
         heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
-        detail = _difference(record.tensor, target, first.stages[target], heads) if record else ""
+        detail = (
+            _difference(record.tensor, target, first.stages[target], heads, _pass(record, first))
+            if record
+            else ""
+        )
         scale = _scale_of(record.tensor, target, first.stages[target]) if record else None
         if scale is not None and (_op(record) in _REWORK or target == "w_qk"):
             detail = f"yours are the reference's × {scale:.3g}: the same numbers at another scale"
@@ -1719,6 +1739,11 @@ def _entry(
             hint = ("the same numbers in another order: look at which head, token or feature "
                     "each place of this line's result gets (an index, a loop's order, a "
                     "transpose).")  # fmt: skip
+        if record is not None and "dropout" in record.op:  # F.dropout trains by default
+            hint = (
+                "this line applies dropout, which zeroes numbers at random and scales the rest "
+                "up (F.dropout does, unless training=False): the check expects no dropout."
+            )
         hint = finding.hint or hint
         verb = "differs" if words.startswith(("output", "W_QK", "x·W_QK")) else "differ"
         detail = finding.detail
@@ -1764,6 +1789,11 @@ def _entry(
             "look at how your code pairs each query head with a K/V head",
         )
     if where and finding.source is not None and finding.source.where:
+        hint = hint.replace(  # the step may be on the line it is made from
+            "look at how this line ",
+            f"look at how this line, or line {finding.source.lineno} that it is made from, ",
+            1,
+        )
         lines.append(
             f"{indent}  It is made from {finding.source.where}; this step only rearranges, "
             "stacks or averages numbers, so the check cannot tell whether the slip is on this "
@@ -1889,17 +1919,22 @@ def _enclosing_loop(code: types.CodeType | None, place: Place) -> str:
     call was stopped on (`pass` inside it), or '' (the line is the loop's own, or in a helper)."""
     if code is None or place.caller is not None or place.lineno is None:
         return ""
-    lines = linecache.getlines(code.co_filename)
+    header = _loop_header(code.co_filename, place.lineno)
+    if header is None:
+        return ""
+    return f"line {header}: `{linecache.getline(code.co_filename, header).strip()}`"
+
+
+def _loop_header(filename: str, line: int) -> int | None:
+    """The line of the innermost `for` or `while` statement whose body holds `line` (not a
+    comprehension's, whose loop is on its own line), or None."""
     try:
-        tree = ast.parse("".join(lines))
+        tree = ast.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
-        return ""
-    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For | ast.While)
-             and node.lineno < place.lineno <= (node.end_lineno or 0)]  # fmt: skip
-    if not loops:
-        return ""
-    loop = max(loops, key=lambda node: node.lineno)
-    return f"line {loop.lineno}: `{lines[loop.lineno - 1].strip()}`"
+        return None
+    loops = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.For | ast.While)
+             and node.lineno < line <= (node.end_lineno or 0)]  # fmt: skip
+    return max(loops, default=None)
 
 
 _LIBRARY_DIRS = tuple(
@@ -2002,8 +2037,8 @@ def _run(
                 "nn.Linear's weight: the input's d_model features must meet a weight's "
                 "in_features, its second dim."
             )
-        elif "weight product" in kinds:  # W^Q·W^Kᵀ made from them
-            hint += (
+        elif "weight product" in kinds and _odd_product(trace, args):  # W^Q·W^Kᵀ made from
+            hint += (  # them, of a shape that cannot meet x's d_model features
                 " The weight matrices are stored as (out_features, in_features), like "
                 "nn.Linear's weight, while the x·W layout's W^Q is (in_features, "
                 "out_features)."
@@ -2229,6 +2264,18 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
 _HALF = (torch.float16, torch.bfloat16)
 
 
+def _odd_product(trace: Trace, args: dict) -> bool:
+    """Whether a product of the weight matrices that went into the op that raised is not
+    (d_model, d_model) (w_q @ w_k.T: (d_k, d_k)), so that their layout may be why."""
+    x = args.get("x")
+    d_model = x.shape[-1] if isinstance(x, torch.Tensor) and x.dim() else None
+    kinds = trace.failed[1] if trace.failed else ()
+    return any(
+        kind == "weight product" and shape != (d_model, d_model)
+        for kind, shape in zip(kinds, trace.failed_shapes or [()] * len(kinds))
+    )
+
+
 def _numeric_problem(
     records: list[Record], out: torch.Tensor, expected: torch.Tensor, masked: bool = False
 ) -> str:
@@ -2308,6 +2355,7 @@ def _safe_explain(
         findings = _explain(made, candidates, outside, written, swapped)
         findings = [_values_made_from_keys(f, made, fn) for f in findings]
         findings = [_mask_made_elsewhere(f, fn, made) for f in findings]
+        findings = [_fill_as_written(f) for f in findings]
         return [_names_made_elsewhere(f, fn, made) for f in findings]
     except Exception:  # noqa: BLE001
         return []
@@ -2376,16 +2424,17 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or order or scale):
         return finding
     scale = scale or finding.mistake in _SCALING
+    other_stage = "yours equal the reference's" in finding.detail  # another tensor, not a number
     run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
     ran = _lines_run(runs)
     compared = {run.records[i].lineno for i in run.found.values()}  # with a helper's callers
     compared |= {run.records[i].caller[0] for i in run.found.values() if run.records[i].caller}
+    compared |= _lines_equal_to_a_stage(run, record)
     params = set(inspect.signature(fn).parameters) if callable(fn) else set()
-    stores, loads, loops, mutated = _stores_and_loads(code)
-    if scale:  # the names the line divides or multiplies by, not those it indexes with
+    stores, loads, _, mutated = _stores_and_loads(code)
+    if scale or other_stage:  # the names the line computes with, not those it indexes with
         loads = {**loads, record.lineno: _names_outside_indices(record.code)
                  & loads.get(record.lineno, set())}  # fmt: skip
-    other_stage = "yours equal the reference's" in finding.detail  # another tensor, not a number
     shape = lambda n: _SIZES_ONLY.match(linecache.getline(code.co_filename, n))  # noqa: E731
     sizes = {name for name, at in stores.items() if all(shape(n) for n in at)}  # B, T, d_model
     lines, todo, seen = set(), [record.lineno], set()
@@ -2395,7 +2444,8 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     if order:  # a list a loop fills: the loop sets the order
         for name in loads.get(record.lineno, ()):
             for at in stores.get(name, ()):
-                lines |= {max((n for n in loops if n < at), default=at)} - {at}
+                header = _loop_header(code.co_filename, at)
+                lines |= {header} if header is not None and header < record.lineno else set()
     while todo:
         line = todo.pop(0)
         for name in loads.get(line, ()):
@@ -2499,6 +2549,28 @@ def _names_outside_indices(code: str) -> set:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in inside}
 
 
+def _lines_equal_to_a_stage(run: _Run, record: Record) -> set:
+    """The lines before record's whose last tensor (what the line makes; once per line, a loop's
+    line each time) equals one of the reference's steps in some layout (scores right before a
+    mask the exercise does not ask for): their values are right, so no slip is there, though no
+    stage was matched to them."""
+    last: dict[int, list[Record]] = {}
+    for r, after in zip(run.records, [*run.records[1:], None]):
+        if r.lineno is None or r.lineno >= (record.lineno or 0) or r.caller is not None:
+            continue
+        if after is None or after.lineno != r.lineno:  # the line's last op, this time round
+            last.setdefault(r.lineno, []).append(r)
+
+    def same(r: Record) -> bool:
+        return r.dtype.is_floating_point and any(
+            _same_in_some_form(r.tensor, name, value)
+            for name, value in run.reference.items()  # the right steps, no mistake made
+            if isinstance(value, torch.Tensor) and value.numel() == r.tensor.numel()
+        )
+
+    return {line for line, made in last.items() if all(same(r) for r in made)}
+
+
 def _lines_run(runs: list[_Run]) -> set:
     """(file, line) of every line of the learner's that ran, in any of the calls."""
     return set().union(*(getattr(r.records, "lines_run", ()) for r in runs))
@@ -2536,6 +2608,23 @@ _V_FROM_K = (
     "look at what v is made from, on this line or before it: the values come from the v "
     "the function is given, not from k."
 )
+
+
+def _fill_as_written(finding: Finding) -> Finding:
+    """mask_filled_with_zero where the code writes another tiny number (`-1e-9` for `-1e9`):
+    the headline says the number, not "0"."""
+    record = finding.record
+    if finding.mistake != "mask_filled_with_zero" or record is None:
+        return finding
+    match = re.search(r",\s*(?:value\s*=\s*)?([-+]?\d[\d.]*(?:e[-+]?\d+)?)\s*\)", record.code)
+    if match is None or float(match.group(1)) == 0:
+        return finding
+    number = match.group(1)
+    headline = (
+        f"masked scores are set to {number}, as good as 0 to the softmax (e to the {number} is "
+        "about 1), instead of −inf, so the softmax still gives the masked keys weight"
+    )
+    return dataclasses.replace(finding, headline=headline)
 
 
 def _aliased_from(record: Record, name: str, fn: Callable | None) -> Place | None:

@@ -108,6 +108,7 @@ class Trace:
     changed: dict[str, tuple[str, Place]] = field(default_factory=dict)  # an input's name -> the
     # first in-place op on it (its storage) and the line
     read_after_change: frozenset = frozenset()  # the names in `changed` an op read afterwards
+    failed_shapes: tuple = ()  # the shapes of the tensors that went into the op that raised
     reseeded: Place | None = None  # where the code reset torch's default random generator
     lines_run: frozenset = frozenset()  # (file, line) of each of the learner's lines that ran
 
@@ -340,6 +341,7 @@ class _Recorder(TorchFunctionMode):
         self.products: set[int] = set()  # ... by a product of them (W^Q·W^Kᵀ)
         self.alive: list = list(watch)  # keeps the ids above unique
         self.failed: tuple[str, tuple[str, ...]] | None = None  # the op that raised, its inputs
+        self.failed_shapes: tuple[tuple[int, ...], ...] = ()  # and their shapes
 
     def _kind(self, t: torch.Tensor) -> str:
         if id(t) in self.watch:
@@ -377,6 +379,7 @@ class _Recorder(TorchFunctionMode):
                 out = func(*args, **(kwargs or {}))
         except Exception:
             self.failed = (name, tuple(self._kind(t) for t in inputs))
+            self.failed_shapes = tuple(tuple(t.shape) for t in inputs)
             raise
         finally:
             if caught:
@@ -527,5 +530,6 @@ def trace_call(
     return Trace(
         result, error, records, at, failed, recorder.made, stopped, recorder.changed,
         reseeded=place, lines_run=frozenset(guard.lines_run),
+        failed_shapes=recorder.failed_shapes if error is not None else (),
         read_after_change=frozenset(recorder.read_after),
     )  # fmt: skip

@@ -10,8 +10,9 @@ import inspect
 import math
 
 import torch
+import torch.nn.functional as F
 
-from helpers.diagnose import check_exercise, diagnose
+from helpers.diagnose import _inputs, _per_head_args, check_exercise, diagnose
 
 
 def marked(fn, mark: str = "# <-") -> int:
@@ -201,3 +202,88 @@ def test_nan_from_rows_with_every_key_masked_names_the_line_that_masked_them():
         "whose every score is −inf",
         "the check's mask leaves every query at least one key",
     )
+
+
+def keys_made_with_w_v(x, w_q, w_k, w_v, w_o):
+    outs = []
+    for i in range(len(w_q)):
+        q = x @ w_q[i].T
+        k = x @ w_v[i].T  # <-
+        v = x @ w_v[i].T
+        outs.append(F.softmax(q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1]), dim=-1) @ v)
+    return torch.cat(outs, dim=-1) @ w_o.T
+
+
+def test_a_loop_s_tensor_is_compared_with_its_own_head_and_its_index_is_not_blamed():
+    """Head 0's keys made with w_v: the largest difference is against head 0's keys (not the
+    nearest of all heads'), and the loop's `i`, which only indexes, is not a place named."""
+    result = diagnose(keys_made_with_w_v, per_head=True, echo=False)
+    assert list(result.lines) == [marked(keys_made_with_w_v)], result.message
+    args = _per_head_args(_inputs())  # the check's own inputs
+    own = (args["x"] @ args["w_v"][0].T - args["x"] @ args["w_k"][0].T).abs().max()
+    says(result.message, f"largest difference {float(own):.3g};")
+    assert "It reads values set on" not in result.message, result.message
+
+
+def causal_mask_out_of_habit(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / d_k**0.5
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))  # <-
+    return (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def merged_interleaved_after_a_generator(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).reshape(B, T, num_heads, d_k).permute(0, 2, 1, 3) for w in (w_q, w_k, w_v))
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    out = (weights @ v).permute(0, 2, 3, 1).reshape(B, T, d_model)  # <-
+    return out @ w_o.T
+
+
+def test_a_line_whose_value_is_right_and_a_generator_s_loop_are_not_named():
+    """The scores before an unasked-for mask equal the reference's: their line is not a place
+    the slip may be; nor is a generator expression's line a loop that sets the heads' order."""
+    for fn in (causal_mask_out_of_habit, merged_interleaved_after_a_generator):
+        result = diagnose(fn, mask=False, echo=False)
+        assert list(result.lines) == [marked(fn)], result.message
+        assert "It reads values set on" not in result.message, result.message
+
+
+def transposed_x_before_w_qk(x, w_q, w_k):
+    w_qk = w_q.T @ w_k
+    return x.transpose(-2, -1) @ w_qk @ x / math.sqrt(w_q.shape[0])
+
+
+def dropout_left_on(x, w_q, w_k, w_v, w_o, num_heads):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    weights = F.dropout((q @ k.transpose(-2, -1) / d_k**0.5).softmax(dim=-1), p=0.1)  # <-
+    return (weights @ v).transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def filled_with_a_tiny_number(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / d_k**0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask[:, None], -1e-9)  # <-
+    return (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_hints_say_what_this_code_did():
+    """A square W_QK on the side of a failing product: no sentence on the weights' layout (a
+    transpose of it cannot fix the shapes); dropout: named; -1e-9 for -1e9: the number written."""
+    failed = check_exercise(transposed_x_before_w_qk, "head_scores", echo=False)
+    says(failed.message, "the two sides of a product do not line up")
+    assert "out_features" not in failed.message, failed.message
+    dropped = diagnose(dropout_left_on, mask=False, echo=False)
+    assert list(dropped.lines) == [marked(dropout_left_on)], dropped.message
+    says(dropped.message, "this line applies dropout")
+    tiny = diagnose(filled_with_a_tiny_number, echo=False)
+    assert tiny.mistakes == ("mask_filled_with_zero",), tiny.message
+    says(tiny.message, "masked scores are set to -1e-9, as good as 0 to the softmax")
