@@ -2435,8 +2435,14 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     if scale or other_stage:  # the names the line computes with, not those it indexes with
         loads = {**loads, record.lineno: _names_outside_indices(record.code)
                  & loads.get(record.lineno, set())}  # fmt: skip
-    shape = lambda n: _SIZES_ONLY.match(linecache.getline(code.co_filename, n))  # noqa: E731
-    sizes = {name for name, at in stores.items() if all(shape(n) for n in at)}  # B, T, d_model
+    sizes: set = set()  # names only sizes are stored in (B, T, d_model, d_k), in line order
+    for line in sorted({n for at in stores.values() for n in at}):
+        text = linecache.getline(code.co_filename, line)
+        if _sizes_from(text, params | sizes):
+            sizes |= {name for name, at in stores.items() if line in at}
+    sizes = {name for name in sizes
+             if all(_sizes_from(linecache.getline(code.co_filename, n), params | sizes)
+                    for n in stores[name])}  # fmt: skip
     lines, todo, seen = set(), [record.lineno], set()
     if finding.source is not None and finding.source.lineno:  # what the line it is made from reads
         todo.append(finding.source.lineno)
@@ -2448,7 +2454,10 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
                 lines |= {header} if header is not None and header < record.lineno else set()
     while todo:
         line = todo.pop(0)
-        for name in loads.get(line, ()):
+        names = loads.get(line, set())
+        if (scale or other_stage) and line != record.lineno:  # what it computes with, again
+            names = names & _names_outside_indices(linecache.getline(code.co_filename, line))
+        for name in names:
             if name in seen or name in params and name not in stores:
                 continue
             seen.add(name)
@@ -2477,10 +2486,10 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
                     todo.append(at)
                     lines |= {at} & mutated if ".append(" not in text else set()
                 continue
-            if not scale and _SIZES_ONLY.match(text):
-                continue  # sizes, read from a shape, neither reorder nor mask
-            if (order or other_stage) and not scale and _sizes_from(text, params | sizes):
-                continue  # d_k = d_model // num_heads: no offset, nothing to reorder
+            if _WHOLE_SHAPE.match(text):
+                continue  # `B, T, d_model = x.shape`: every size as it is
+            if not scale and _sizes_from(text, params | sizes):
+                continue  # d_k = d_model // num_heads: a size, no offset: it can only scale
             lines.add(at)
             todo.append(at)
     if not lines:
@@ -2491,10 +2500,9 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     return dataclasses.replace(finding, made_elsewhere=tuple(where))
 
 
-# a line that only unpacks or reads sizes: `B, T, d_model = x.shape`, `n = len(w_q)`
-_SIZES_ONLY = re.compile(
-    r"[\w\s,()]+=\s*(?:\w+\.shape(?:\[[-\d:]*\])?|\w+\.size\(\s*-?\d*\s*\)|len\(\w+\))\s*(?:#.*)?$"
-)
+# a line that unpacks a tensor's whole shape: `B, T, d_model = x.shape` (names in another order
+# would make another error first)
+_WHOLE_SHAPE = re.compile(r"\s*\w+(?:\s*,\s*\w+)+\s*=\s*\w+\.(?:shape|size\(\s*\))\s*(?:#.*)?$")
 
 
 _SHAPING = {"view", "reshape", "transpose", "permute", "expand", "flatten", "unflatten", "split",
@@ -2503,16 +2511,34 @@ _SHAPING = {"view", "reshape", "transpose", "permute", "expand", "flatten", "unf
 
 
 def _sizes_from(text: str, names: set) -> bool:
-    """Whether a line only sets a name to a product or floor quotient of `names` (sizes and
-    parameters): `d_k = d_model // num_heads`."""
+    """Whether a line only sets names to sizes: a tensor's dims (`x.shape[1]`, `k.size(1)`,
+    `len(w_q)`), `names` (sizes and parameters), and their products and floor quotients, with
+    no number written but a dim's index (`d_k = d_model // num_heads`, `group = q.size(1) //
+    k.size(1)`; not `n = T // 2`, whose 2 may be the slip)."""
     tree = _parsed(text)
     if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
         return False
-    allowed = (ast.Name, ast.BinOp, ast.FloorDiv, ast.Mult, ast.Load)
-    value = tree.body[0].value
-    return all(isinstance(n, allowed) for n in ast.walk(value)) and all(
-        n.id in names for n in ast.walk(value) if isinstance(n, ast.Name)
-    )
+    value, dims = tree.body[0].value, set()
+    for node in ast.walk(value):  # the numbers that only pick a dim
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute):
+            dims |= {id(n) for n in ast.walk(node.slice)} if node.value.attr == "shape" else set()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            dims |= (
+                {id(n) for a in node.args for n in ast.walk(a)}
+                if node.func.attr == "size"
+                else set()
+            )
+    for node in ast.walk(value):
+        if id(node) in dims or isinstance(node, ast.Load | ast.FloorDiv | ast.Mult | ast.Tuple):
+            continue
+        if isinstance(node, ast.Name) and (node.id in names or node.id == "len"):
+            continue
+        if isinstance(node, ast.Attribute) and node.attr in ("shape", "size"):
+            continue
+        if isinstance(node, ast.Subscript | ast.Call | ast.BinOp):
+            continue  # their parts are checked on their own
+        return False  # another name, a number, another operation
+    return True
 
 
 def _names_in_indices(code: str) -> set:
