@@ -2412,8 +2412,9 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
 
     A scale is followed through the names the line computes with, not through its indices
     (`q[:, i] @ k[:, j].mT * scale`: scale); an order through every name, across the tensors
-    the check matched too (`heads.append(w @ v)` after `v = x @ w_v[j].T` after `j = n - 1 - i`),
-    and never to a line that only reads sizes (`B, T, d = x.shape`), which cannot reorder."""
+    the check matched too (`heads.append(w @ v)` after `v = x @ w_v[j].T` after `j = n - 1 - i`).
+    Never named: a line whose value equals a reference step, one that unpacks a whole shape
+    (`B, T, d = x.shape`), and, but for a scale, one that only sets sizes (`d_k = d // h`)."""
     record, code = finding.record, getattr(fn, "__code__", None)
     if record is None or record.lineno is None or code is None:
         return finding
