@@ -1783,7 +1783,8 @@ def _entry(
             f"{indent}  The mask this line applies is made on {finding.mask_line}; the check "
             "does not see masks themselves, so the slip may be in that mask or on this line."
         )
-    if where and (finding.made_elsewhere or finding.upstream):
+    index = record is not None and not record.dtype.is_floating_point  # `arange(h) % g`
+    if where and (finding.made_elsewhere or finding.upstream or index):
         hint = hint.replace(  # the K/V head each query head reads may be chosen elsewhere
             "look at the line that makes one key block per query head",
             "look at how your code pairs each query head with a K/V head",
