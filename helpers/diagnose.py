@@ -124,6 +124,7 @@ class Finding:
     upstream: tuple[tuple[int, str], ...] = ()  # (line, source) before it that the check could
     # not compare (_unseen_lines)
     mask_line: str = ""  # where the mask this line applies is made (_mask_made_elsewhere)
+    used_at: str = ""  # where a right tensor is used in another's role (_misplaced's, made once)
     made_elsewhere: tuple[str, ...] = ()  # earlier lines the values it reads are set on
 
 
@@ -738,8 +739,9 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
     if home in changed and home in found.borrowed:  # k made with w_q: the record like q's, after it
         taken = records[found[home]]
         twins = [r for r in records[found[home] + 1 :]
-                 if r.tensor.shape == taken.tensor.shape and r.lineno != taken.lineno
-                 and r.dtype.is_floating_point and _same(r.tensor, taken.tensor)]  # fmt: skip
+                 if r.tensor.shape == taken.tensor.shape and r.dtype.is_floating_point
+                 and (r.lineno != taken.lineno or r.family != taken.family)  # `q, k, v = ...`
+                 and _same(r.tensor, taken.tensor)]  # fmt: skip
         if twins:
             return home, twins[0]
     if home in own and home in changed:
@@ -975,6 +977,8 @@ def _explain(
             position, name, stage, record, kept = min(options, key=lambda o: o[0])
             trials = [(stages, found) for stages, found, _ in kept]
             only, right = _partly(kept)
+            earlier = {HOME.get(m, "").removesuffix("_heads") for m in made}  # q from the context,
+            right = tuple(n for n in right if n not in earlier)  # found first: not "made right"
             hint = ""
             unused = _unused_mask(runs) if name == "mask_ignored" else None
             if unused is not None:  # the mask is there, but its result is thrown away
@@ -1001,7 +1005,10 @@ def _explain(
         if special[0]:
             stage, target, record, detail, hint = special[0]
             stages_at.append([run.stages for run in runs])
-            findings.append(Finding(None, stage, record, detail, _position(record, runs), hint))
+            finding = Finding(None, stage, record, detail, _position(record, runs), hint)
+            if "yours equal the reference's" in detail:  # made right, used in another's place?
+                finding = dataclasses.replace(finding, used_at=_first_use(record, first))
+            findings.append(finding)
             if stage == target and all(
                 s and s[1] == target and s[2].tensor.shape == run.stages[target].shape
                 for run, s in zip(pending, special)
@@ -1560,6 +1567,22 @@ def _equals_other_stage(record: Record, stage: str, run: _Run) -> str:
     return ""
 
 
+def _first_use(record: Record, run: _Run) -> str:
+    """Where record's tensor (or a view of it) is first taken by a step that is not a view of it,
+    when that step is on another line than record's (`attend(q, v, k)` with the values made
+    beside the keys): 'line 3: `...`, called from line 11: `...`'; else ''."""
+    index = {id(r): i for i, r in enumerate(run.records)}
+    i = index.get(id(record))
+    if i is None:
+        return ""
+    family = {j for j, r in enumerate(run.records) if r.family == record.family}
+    use = next((r for j, r in enumerate(run.records) if j > i and r.family != record.family
+                and family & set(r.parents)), None)  # fmt: skip
+    if use is None or not use.where or (use.lineno, use.caller) == (record.lineno, record.caller):
+        return ""
+    return use.where
+
+
 def _cut_first(stage: str, run: _Run) -> str:
     """q, k or v's heads stage when the learner's first tensor in its place is already cut into
     heads (v = x.view(B, T, h, d_k) made from x, not from x·W^V), else the stage itself."""
@@ -1778,6 +1801,11 @@ def _entry(
             "look at the line that makes one key block per query head",
             "look at how your code pairs each query head with a K/V head",
         ).replace("look at the line that", "look at the line (this one or one before it) that")
+    if where and finding.used_at:
+        lines.append(
+            f"{indent}  It is used in that role on {finding.used_at}: the slip may be there "
+            "(which tensor goes where) or on this line."
+        )
     if where and finding.mask_line:
         lines.append(
             f"{indent}  The mask this line applies is made on {finding.mask_line}; the check "
@@ -2399,6 +2427,7 @@ _MUTATORS = ("append", "extend", "insert", "add", "update", "__setitem__", "reve
 
 # the findings a number that is not a tensor can cause: a scale, a position, a head's index
 _NUMBER_MADE = {"scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k", "kv_tiled",
+                "heads_split_interleaved",
                 "mask_inverted", "induction_on_the_twin",
                 "induction_on_the_previous_token", "induction_with_a_first_half_query"}  # fmt: skip
 
@@ -2419,7 +2448,7 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     record, code = finding.record, getattr(fn, "__code__", None)
     if record is None or record.lineno is None or code is None:
         return finding
-    if finding.mask_line or finding.upstream:
+    if finding.mask_line or finding.upstream or finding.used_at:
         return finding
     order = "another order" in finding.detail
     scale = "another scale" in finding.detail

@@ -118,7 +118,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
         "must be exactly 0, and e⁰ = 1.",
     ),
     "keys_values_from_x": (
-        "the keys and values come from x, not from the context: that is self-attention",
+        "the keys and values come from x, not from the context (with the queries from x too, "
+        "that is self-attention)",
         "look at what you project with w_k and w_v: in cross-attention they read the other "
         "sequence.",
     ),

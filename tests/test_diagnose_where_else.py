@@ -287,3 +287,70 @@ def test_hints_say_what_this_code_did():
     tiny = diagnose(filled_with_a_tiny_number, echo=False)
     assert tiny.mistakes == ("mask_filled_with_zero",), tiny.message
     says(tiny.message, "masked scores are set to -1e-9, as good as 0 to the softmax")
+
+
+def keys_made_with_w_q_in_one_line(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_q.T, x @ w_v.T  # <-
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    return scores.softmax(dim=-1) @ v
+
+
+def attend(q, k, v):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    return weights @ v
+
+
+def keys_and_values_swapped_in_a_call(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for wq, wk, wv in zip(w_q, w_k, w_v):
+        q, k, v = x @ wq.T, x @ wk.T, x @ wv.T  # <-
+        heads.append(attend(q, v, k))  # slip
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def heads_gathered_with_an_interleaved_index(t, num_heads):
+    B, T, d_model = t.shape
+    d_k = d_model // num_heads
+    idx = torch.arange(d_model).view(d_k, num_heads).T  # slip
+    gathered = t[..., idx]
+    return gathered.transpose(1, 2)  # <-
+
+
+def test_a_tensor_made_right_and_used_in_another_s_place_names_both_lines():
+    """k made with w_q beside q on one line: that line, not the scores'. v made right, then
+    passed where k belongs: the line that makes it, and the call that uses it, both named. An
+    index tensor that interleaves the features: its line named as a place the slip may be."""
+    keys = check_exercise(keys_made_with_w_q_in_one_line, "one_head", echo=False)
+    assert keys.mistakes == ("keys_from_w_q",), keys.message
+    assert list(keys.lines) == [marked(keys_made_with_w_q_in_one_line)], keys.message
+    swapped = diagnose(keys_and_values_swapped_in_a_call, per_head=True, echo=False)
+    fn = keys_and_values_swapped_in_a_call
+    assert list(swapped.lines) == [marked(fn)], swapped.message
+    says(swapped.message, "It is used in that role on line",
+         f"called from line {marked(fn, '# slip')}: `heads.append(attend(q, v, k))")  # fmt: skip
+    index = check_exercise(heads_gathered_with_an_interleaved_index, "split_heads", echo=False)
+    assert index.mistakes == ("heads_split_interleaved",), index.message
+    says(index.message, "`idx = torch.arange(d_model).view(d_k, num_heads).T")
+
+
+def _attend_from(query_src, kv_src, w_q, w_k, w_v, num_heads):
+    B, L_q, D = query_src.shape
+    L_k, d_k = kv_src.shape[1], D // num_heads
+    q = (query_src @ w_q.T).view(B, L_q, num_heads, d_k).transpose(1, 2)
+    k = (kv_src @ w_k.T).view(B, L_k, num_heads, d_k).transpose(1, 2)
+    v = (kv_src @ w_v.T).view(B, L_k, num_heads, d_k).transpose(1, 2)
+    w = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(-1)
+    return (w @ v).transpose(1, 2).reshape(B, L_q, D)
+
+
+def cross_attention_the_wrong_way_round(x, context, w_q, w_k, w_v, w_o, num_heads):
+    return _attend_from(context, x, w_q, w_k, w_v, num_heads) @ w_o.T
+
+
+def test_a_second_mistake_does_not_call_right_what_the_first_one_changed():
+    """Queries from the context and keys and values from x: the second finding must not say
+    q is made right (it is the first finding), nor that this is self-attention."""
+    result = check_exercise(cross_attention_the_wrong_way_round, "cross_attention", echo=False)
+    assert result.mistakes == ("queries_from_context", "keys_values_from_x"), result.message
+    assert "q is made right" not in result.message, result.message
+    assert "that is self-attention)" in result.message  # only as a condition, in brackets
