@@ -799,6 +799,8 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
         return before[-1] if before else candidates[0]
     if stage == "weights":
         return next((i for i, op in zip(candidates, ops) if "softmax" in op), candidates[0])
+    if stage in ("q", "k", "v"):  # a projection, not x changed on the way (a layer norm)
+        return next((i for i, op in zip(candidates, ops) if op in _PRODUCT_OPS), candidates[0])
     return candidates[0]
 
 

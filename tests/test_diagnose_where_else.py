@@ -354,3 +354,24 @@ def test_a_second_mistake_does_not_call_right_what_the_first_one_changed():
     assert result.mistakes == ("queries_from_context", "keys_values_from_x"), result.message
     assert "q is made right" not in result.message, result.message
     assert "that is self-attention)" in result.message  # only as a condition, in brackets
+
+
+def layer_norm_before_the_projections(x, context, w_q, w_k, w_v, w_o, num_heads):
+    x = F.layer_norm(x, x.shape[-1:])  # slip
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)  # <-
+    k, v = ((context @ w.T).view(B, T_k, num_heads, d_k).transpose(1, 2) for w in (w_k, w_v))
+    weights = (q @ k.transpose(-2, -1) / d_k**0.5).softmax(dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
+
+
+def test_x_changed_before_a_projection_is_one_difference_in_the_queries_with_both_lines():
+    """A layer norm the exercise does not ask for: the queries differ where they are projected,
+    and the layer norm's line is named as where the slip may be (not two differences, not a
+    hint about a weight on a line with none)."""
+    fn = layer_norm_before_the_projections
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert list(result.lines) == [marked(fn)], result.message
+    assert not result.message.startswith("✗ This looks like 2"), result.message
+    says(result.message, f"line {marked(fn, '# slip')}: `x = F.layer_norm(x, x.shape[-1:])")
