@@ -1009,7 +1009,7 @@ def _explain(
             stages_at.append([run.stages for run in runs])
             finding = Finding(None, stage, record, detail, _position(record, runs), hint)
             if "yours equal the reference's" in detail:  # made right, used in another's place?
-                finding = dataclasses.replace(finding, used_at=_first_use(record, first))
+                finding = dataclasses.replace(finding, used_at=_first_use(record, stage, first))
             findings.append(finding)
             if stage == target and all(
                 s and s[1] == target and s[2].tensor.shape == run.stages[target].shape
@@ -1569,13 +1569,22 @@ def _equals_other_stage(record: Record, stage: str, run: _Run) -> str:
     return ""
 
 
-def _first_use(record: Record, run: _Run) -> str:
+def _first_use(record: Record, stage: str, run: _Run) -> str:
     """Where record's tensor (or a view of it) is first taken by a step that is not a view of it,
-    when that step is on another line than record's (`attend(q, v, k)` with the values made
-    beside the keys): 'line 3: `...`, called from line 11: `...`'; else ''."""
+    when record's own line also makes `stage`'s tensor right (`q, k, v = x @ wq.T, x @ wk.T,
+    x @ wv.T`, then `attend(q, v, k)`: both made right, so the swap may be where they are used)
+    and that step is on another line: 'line 3: `...`, called from line 11: `...`'; else ''
+    (`k = x @ w_v.T` on a line of its own: the slip is there)."""
     index = {id(r): i for i, r in enumerate(run.records)}
     i = index.get(id(record))
-    if i is None:
+    value = run.reference.get(stage)
+    if i is None or value is None:
+        return ""
+    place = (record.lineno, record.caller)
+    beside = [r for r in run.records if (r.lineno, r.caller) == place
+              and r.family != record.family
+              and _same_in_some_form(r.tensor, stage, value)]  # fmt: skip
+    if not beside:
         return ""
     family = {j for j, r in enumerate(run.records) if r.family == record.family}
     use = next((r for j, r in enumerate(run.records) if j > i and r.family != record.family
