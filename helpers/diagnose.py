@@ -2401,12 +2401,11 @@ def _safe_explain(
         return []
 
 
-def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set, set]:
-    """({name: lines that assign or change it}, {line: names read on it}, the lines of for
-    loops, the lines that change a list or dict by a method: `heads.insert(0, o)`) over fn's
-    code and the code nested in it (a generator expression, a helper)."""
+def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:
+    """({name: lines that assign or change it}, {line: names read on it}, the lines that change
+    a list or dict by a method: `heads.insert(0, o)`) over fn's code and the code nested in it
+    (a generator expression, a helper). Loops are read from the source (_loop_header)."""
     stores: dict[str, set] = {}
-    loops: set[int] = set()
     mutated: set[int] = set()
     loads: dict[int, set] = {}
     todo, loaded = [code], None
@@ -2414,8 +2413,6 @@ def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set, set]:
         current = todo.pop(0)
         for ins in dis.get_instructions(current):
             line = ins.positions.lineno if ins.positions else None
-            if line and ins.opname == "FOR_ITER":
-                loops.add(line)
             if not line or not isinstance(ins.argval, str):
                 continue
             if ins.opname.startswith("STORE_") and ins.opname != "STORE_ATTR":
@@ -2430,7 +2427,7 @@ def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set, set]:
             else:
                 loaded = None
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
-    return stores, loads, loops, mutated
+    return stores, loads, mutated
 
 
 _LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
@@ -2473,7 +2470,7 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     compared |= {run.records[i].caller[0] for i in run.found.values() if run.records[i].caller}
     compared |= _lines_equal_to_a_stage(run, record)
     params = set(inspect.signature(fn).parameters) if callable(fn) else set()
-    stores, loads, _, mutated = _stores_and_loads(code)
+    stores, loads, mutated = _stores_and_loads(code)
     if scale or other_stage:  # the names the line computes with, not those it indexes with
         loads = {**loads, record.lineno: _names_outside_indices(record.code)
                  & loads.get(record.lineno, set())}  # fmt: skip
@@ -2702,7 +2699,7 @@ def _aliased_from(record: Record, name: str, fn: Callable | None) -> Place | Non
     code = getattr(fn, "__code__", None)
     if code is None or record.lineno is None or record.caller is not None:
         return None
-    stores, loads, _, _ = _stores_and_loads(code)
+    stores, loads, _ = _stores_and_loads(code)
     if name not in loads.get(record.lineno, ()):
         return None
     earlier = [n for n in stores.get(name, ()) if n < record.lineno]
