@@ -8,7 +8,10 @@
 // The panel's sliders are tied to this widget's traits with jslink, so a move picks another
 // frame here, with no round trip to the kernel.
 
-const FONT = 14; // CSS px: the smallest text drawn anywhere in the panel
+const BASE_FONT = 14; // CSS px: the smallest text drawn anywhere in the panel, at a scale of 1
+// The text drawn on the canvas: BASE_FONT times the panel's `--av-scale` (attention_view.css: 1,
+// or JupyterLab's Presentation Mode's 17/14), set by paint() before each drawing.
+let FONT = BASE_FONT;
 const FONT_FAMILY = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC', sans-serif";
 const GAP = 12; // between tiles
 const TITLE = 26; // a tile's title line and its colour bar
@@ -596,7 +599,7 @@ function buildView(model, el) {
   const body = element("div", "av-body", el);
   const mapsBox = element("div", "av-maps", body);
   const v = {
-    model, el, message, toolbar, mapsBox,
+    model, el, message, toolbar, body, mapsBox,
     canvas: element("canvas", "av-canvas", mapsBox),
     side: element("div", "av-side", body),
     tooltip: element("div", "av-tooltip", mapsBox),
@@ -712,9 +715,39 @@ function frameForControls(v, key) {
   return { frame, state, drawFrame: shown && shown.frame, block: shown && shown.block };
 }
 
+// The panel's text scale: 1, or more where the notebook's text is larger (attention_view.css).
+function textScale(el) {
+  const scale = parseFloat(getComputedStyle(el).getPropertyValue("--av-scale"));
+  return scale > 0 ? scale : 1;
+}
+
+// The maps' height: the panel's own (the model's `height`), or less where the notebook's window is
+// too short to show the whole panel (a projector's 1280x720, Presentation Mode's larger text):
+// the controls, the message and the toolbar keep their size, the maps give up what is missing,
+// down to MIN_FIT_HEIGHT. A side column beside the maps taller than them scrolls. Only in
+// JupyterLab's notebook, where the window is known; elsewhere the panel keeps its height.
+const MIN_FIT_HEIGHT = 220;
+function fitHeight(v) {
+  const wanted = v.model.get("height");
+  const scroller = v.el.closest(".jp-WindowedPanel-outer");
+  v.side.style.maxHeight = "";
+  if (!scroller) return wanted;
+  if (v.resize && v.watched !== scroller) {
+    v.resize.observe(scroller);
+    v.watched = scroller;
+  }
+  const panel = v.el.closest(".course-panel") || v.el;
+  const around = panel.getBoundingClientRect().height - v.body.getBoundingClientRect().height;
+  const room = Math.floor(scroller.clientHeight - around - 16); // 16: the output's own margins
+  const height = Math.max(Math.min(wanted, room), Math.min(wanted, MIN_FIT_HEIGHT));
+  const beside = v.side.offsetTop < v.mapsBox.offsetTop + 10; // not wrapped below the maps
+  if (beside) v.side.style.maxHeight = `${Math.max(height, room)}px`;
+  return height;
+}
+
 function sizeCanvas(v) {
-  const width = Math.max(v.mapsBox.clientWidth, 320);
-  const height = v.model.get("height");
+  const width = Math.max(v.mapsBox.clientWidth, 240);
+  const height = fitHeight(v);
   const dpr = window.devicePixelRatio || 1;
   v.canvas.style.width = `${width}px`;
   v.canvas.style.height = `${height}px`;
@@ -733,6 +766,8 @@ function colormapOf(model) {
 // Paint one frame; returns what was drawn where (for hover, click and the tests).
 function paint(v, ctx, area, frame, block) {
   const model = v.model;
+  FONT = Math.round(BASE_FONT * textScale(v.el));
+  v.el.dataset.font = String(FONT); // for the tests
   if (block.kind === "matrix") {
     return { maps: null, geometry: drawMatrix(ctx, area, frame, block, model.get("palette")) };
   }
@@ -859,7 +894,7 @@ function exportName(v, extension) {
 // The view as it is drawn now, as an SVG text or a PNG blob (scale × the CSS size, on white).
 function exportView(v, format, scale = 2) {
   if (!v.shown) return null;
-  const area = { width: v.canvas.clientWidth || 320, height: v.model.get("height") };
+  const area = { width: v.canvas.clientWidth || 320, height: v.canvas.clientHeight || v.model.get("height") };
   const { frame, block } = v.shown;
   if (format === "svg") {
     const svg = new SvgContext(area.width, area.height, scratch(1, 1).getContext("2d"));
@@ -1240,8 +1275,11 @@ function listen(v) {
   };
   for (const name of ["frames", "blocks", "buffer"]) model.on(`change:${name}`, reload);
   model.on("msg:custom", onDelta);
+  // a new width, a new window height (fitHeight), or new text sizes (Presentation Mode) redraw
   const resize = new ResizeObserver(redraw);
   resize.observe(v.mapsBox);
+  resize.observe(v.toolbar);
+  v.resize = resize; // fitHeight adds the notebook's window once the view is in it
   const stopZoom = watchZoom(redraw);
   return () => {
     resize.disconnect();

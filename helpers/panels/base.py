@@ -58,7 +58,7 @@ def _titles(h: int) -> list[str]:
 def _h_slider(h: int) -> widgets.IntSlider:
     return widgets.IntSlider(
         value=h, min=1, max=H_MAX, description="h (heads)", continuous_update=True,
-        style={"description_width": "80px"},
+        style={"description_width": "5.4em"},
     )  # fmt: skip
 
 
@@ -99,7 +99,7 @@ def _working_h(stops: list[int], h: int, previous: int | None = None) -> int:
 def _d_model_slider(d_model: int, high: int) -> widgets.IntSlider:
     return widgets.IntSlider(
         value=d_model, min=8, max=high, step=8, description="d_model", continuous_update=True,
-        style={"description_width": "80px"}, layout=widgets.Layout(width="420px"),
+        style={"description_width": "5.4em"}, layout=widgets.Layout(width="420px"),
     )  # fmt: skip
 
 

@@ -47,7 +47,7 @@ class CrossAttentionExplorer(_Panel):
         controls = _h_controls(self, h)  # and the every-h switch, shown last
         self.t_k_slider = widgets.IntSlider(
             value=len(self.source), min=1, max=len(self.source), description="T_k (source)",
-            style={"description_width": "110px"}, layout=widgets.Layout(width="420px"),
+            style={"description_width": "7.4em"}, layout=widgets.Layout(width="420px"),
         )  # fmt: skip
         view = AttentionView(key_by=["t_k", "h"], d_model=d_model, height=380)
         super().__init__({**controls, "t_k": self.t_k_slider}, view)

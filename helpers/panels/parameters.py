@@ -55,7 +55,7 @@ class ParameterExplorer(_Panel):
         self.d_model, self.seed, self.words = d_model, seed, tokens(SENTENCE)
         self.h_slider = _h_slider(h)
         self.d_k_slider = widgets.IntSlider(
-            value=d_k, min=1, max=d_model, description="d_k", style={"description_width": "80px"}
+            value=d_k, min=1, max=d_model, description="d_k", style={"description_width": "5.4em"}
         )
         view = AttentionView(key_by=["d_k", "h"], height=400)
         super().__init__({"h": self.h_slider, "d_k": self.d_k_slider}, view)

@@ -32,7 +32,7 @@ class RealHeadsExplorer(_Panel):
         n_layers, h = len(model.layers), model.num_heads
         self.text = widgets.Text(
             value=text, description="text", continuous_update=False,
-            layout=widgets.Layout(width="620px"), style={"description_width": "40px"},
+            layout=widgets.Layout(width="620px"), style={"description_width": "2.7em"},
         )  # fmt: skip
         self.layer_slider = widgets.IntSlider(
             value=layer, min=0, max=n_layers - 1, description="layer"

@@ -38,7 +38,7 @@ class ScalingExplorer(_Panel):
         self.key_labels = [f"k{j}" for j in range(T_k)]
         self.d_k_slider = widgets.SelectionSlider(
             options=[(str(d), i) for i, d in enumerate(D_KS)], value=D_KS.index(d_k),
-            description="d_k", continuous_update=True, style={"description_width": "80px"},
+            description="d_k", continuous_update=True, style={"description_width": "5.4em"},
             layout=widgets.Layout(width="420px"),
         )  # fmt: skip
         view = AttentionView(key_by=["choice"], height=300)

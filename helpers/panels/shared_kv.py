@@ -57,7 +57,7 @@ class SharedKVExplorer(_Panel):
         kind = lambda g: "MHA" if g == h else "MQA" if g == 1 else "GQA"  # noqa: E731
         self.kv_buttons = widgets.ToggleButtons(
             options=[(f"{g} · {kind(g)}", i) for i, g in enumerate(self.choices)], value=0,
-            description="K/V heads", style={"button_width": "auto", "description_width": "80px"},
+            description="K/V heads", style={"button_width": "auto", "description_width": "5.4em"},
         )  # fmt: skip
         view = AttentionView(key_by=["kv"], height=380)
         super().__init__({"kv": self.kv_buttons}, view)

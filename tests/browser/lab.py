@@ -190,6 +190,14 @@ def presentation_mode(page, on: bool = True) -> None:
             )
 
 
+def file_browser(page, on: bool = True) -> None:
+    """Open (or close) JupyterLab's file browser in the left side bar."""
+    tab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab[data-id='filebrowser']")
+    if ("lm-mod-current" in (tab.get_attribute("class") or "")) != on:
+        tab.click()
+    page.wait_for_selector(".jp-FileBrowser", state="visible" if on else "hidden")
+
+
 def view(page, n: int = 0):
     """The n-th AttentionView (maps drawn in the browser) in the notebook's outputs."""
     return page.locator(".jp-OutputArea-output .attention-view:visible").nth(n)

@@ -12,6 +12,7 @@ import pytest
 from tests.browser.lab import (
     ROOT,
     SCREENSHOTS,
+    file_browser,
     open_and_run_all,
     panel,
     presentation_mode,
@@ -604,35 +605,53 @@ def test_hover_on_the_block_matrix_names_the_entry_and_its_head(lab, page):
 
 @pytest.mark.parametrize("notebook", ["04_block_matrix.ipynb", *DRAWN])
 def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, notebook):
+    """With the file browser open (JupyterLab's default) and closed: the whole panel on screen at
+    once, its table beside the maps, and its text at Presentation Mode's size (the notebook's
+    text goes from 14 to 17 px; the panel's 14 px text, on the canvas too, goes with it)."""
     box = run(lab, page, notebook)
     page.set_viewport_size({"width": 1280, "height": 720})
-    presentation_mode(page)
+    presentation_mode(page)  # ... which closes the file browser
     try:
-        whole = this_panel(page, notebook)
-        area = page.locator(".jp-NotebookPanel:visible .jp-WindowedPanel-outer").bounding_box()
-        assert whole.bounding_box()["height"] <= area["height"]  # it can fit ...
-        whole.evaluate("el => el.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(300)  # the view redraws for its new width
-        if whole.bounding_box()["y"] + whole.bounding_box()["height"] > area["y"] + area["height"]:
-            whole.evaluate("el => el.scrollIntoView({block: 'end'})")  # the notebook's last cell
+        for browser in ("closed", "open"):
+            if browser == "open":
+                file_browser(page)
+            whole = this_panel(page, notebook)
+            area = page.locator(".jp-NotebookPanel:visible .jp-WindowedPanel-outer").bounding_box()
+            page.wait_for_timeout(300)  # the view redraws for its new width and height
+            assert whole.bounding_box()["height"] <= area["height"], browser  # it can fit ...
+            whole.evaluate("el => el.scrollIntoView({block: 'start'})")
             page.wait_for_timeout(300)
-        outer, canvas = whole.bounding_box(), box.locator(".av-canvas").bounding_box()
-        assert outer["y"] >= area["y"] - 1  # ... and does: all of it on screen at once
-        side = box.locator(".av-side").bounding_box()
-        page.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_720_presentation.png")
-        bottom = area["y"] + area["height"]
-        assert outer["y"] + outer["height"] <= bottom + 1, (outer, area)  # no scrolling
-        assert side["x"] >= canvas["x"] + canvas["width"] - 1  # the table beside the maps
-        assert side["x"] + side["width"] <= 1280 and side["y"] + side["height"] <= bottom + 1
-        sizes = whole.evaluate(
-            "el => [...el.querySelectorAll('.av-side td, .av-side div, .av-message, "
-            ".widget-label, .widget-readout, .widget-toggle-button, input')]"
-            ".map(e => parseFloat(getComputedStyle(e).fontSize))"
-        )
-        assert min(sizes) >= 14
+            below = whole.bounding_box()["y"] + whole.bounding_box()["height"]
+            if below > area["y"] + area["height"]:  # the notebook's last cell
+                whole.evaluate("el => el.scrollIntoView({block: 'end'})")
+                page.wait_for_timeout(300)
+            outer, canvas = whole.bounding_box(), box.locator(".av-canvas").bounding_box()
+            assert outer["y"] >= area["y"] - 1, browser  # ... and does: all of it on screen at once
+            side = box.locator(".av-side").bounding_box()
+            page.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_720_presentation_{browser}.png")
+            bottom = area["y"] + area["height"]
+            assert outer["y"] + outer["height"] <= bottom + 1, (browser, outer)  # no scrolling
+            assert side["x"] >= canvas["x"] + canvas["width"] - 1, browser  # table beside the maps
+            assert side["x"] + side["width"] <= 1280 and side["y"] + side["height"] <= bottom + 1
+            notebook_text = page.evaluate(
+                "() => parseFloat(getComputedStyle(document.querySelector("
+                "'.jp-NotebookPanel:not(.lm-mod-hidden) .jp-RenderedMarkdown p')).fontSize)"
+            )
+            assert notebook_text == pytest.approx(17, abs=0.5)  # Presentation Mode's text
+            sizes = whole.evaluate(
+                "el => [...el.querySelectorAll('.av-side td, .av-side div, .av-message, "
+                ".widget-label, .widget-readout, .widget-toggle-button, input')]"
+                ".map(e => parseFloat(getComputedStyle(e).fontSize))"
+            )
+            assert min(sizes) >= notebook_text - 0.5, (browser, min(sizes))
+            assert int(box.get_attribute("data-font")) >= notebook_text - 0.5  # the canvas's text
     finally:
+        file_browser(page, False)
         presentation_mode(page, False)
         page.set_viewport_size({"width": 1500, "height": 1000})
+    # out of Presentation Mode the panel's text is back at 14 px, the canvas's too
+    page.wait_for_timeout(300)
+    assert int(box.get_attribute("data-font")) == 14
 
 
 def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
