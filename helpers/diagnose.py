@@ -1934,8 +1934,12 @@ def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -
         return trace
     why, place = trace.stopped
     where = f" while running {place.where}" if place.where else ""
-    loop = _enclosing_loop(getattr(fn, "__code__", None), place) if place.where else ""
-    where += f", inside the loop on {loop}" if loop else ""
+    loops = _enclosing_loops(getattr(fn, "__code__", None), place) if place.where else []
+    where += "".join(f", {'itself ' if i else ''}inside the loop on {loop}"
+                     for i, loop in enumerate(loops))  # fmt: skip
+    question = (
+        "does one of these loops never end?" if len(loops) > 1 else "does a loop there never end?"
+    )
     if why == "interrupt":
         raise _Halted(f"■ Check stopped by you{where}.")
     where = f": it was stopped{where}" if where else ""
@@ -1951,30 +1955,34 @@ def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -
             f"(the check keeps a copy of each){where}."
         )
         rest = "A right answer makes well under 1 MB at the check's sizes."
-    raise _Halted(f"{head} Hint: does a loop there never end? {rest}")
+    raise _Halted(f"{head} Hint: {question} {rest}")
 
 
-def _enclosing_loop(code: types.CodeType | None, place: Place) -> str:
-    """'line 8: `while True:`', the innermost loop of the learner's function around the line a
-    call was stopped on (`pass` inside it), or '' (the line is the loop's own, or in a helper)."""
+def _enclosing_loops(code: types.CodeType | None, place: Place) -> list[str]:
+    """['line 8: `for b in range(T):`', 'line 7: `while a < T:`'], the loops of the learner's
+    function around the line a call was stopped on, the innermost first (the one that never ends
+    may be any of them), or [] (the line is a loop's own and no other holds it, or in a helper)."""
     if code is None or place.caller is not None or place.lineno is None:
-        return ""
-    header = _loop_header(code.co_filename, place.lineno)
-    if header is None:
-        return ""
-    return f"line {header}: `{linecache.getline(code.co_filename, header).strip()}`"
+        return []
+    return [f"line {header}: `{linecache.getline(code.co_filename, header).strip()}`"
+            for header in _loop_headers(code.co_filename, place.lineno)]  # fmt: skip
 
 
-def _loop_header(filename: str, line: int) -> int | None:
-    """The line of the innermost `for` or `while` statement whose body holds `line` (not a
-    comprehension's, whose loop is on its own line), or None."""
+def _loop_headers(filename: str, line: int) -> list[int]:
+    """The lines of the `for` and `while` statements whose bodies hold `line` (not a
+    comprehension's, whose loop is on its own line), the innermost first."""
     try:
         tree = ast.parse("".join(linecache.getlines(filename)))
     except (SyntaxError, ValueError):
-        return None
+        return []
     loops = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.For | ast.While)
              and node.lineno < line <= (node.end_lineno or 0)]  # fmt: skip
-    return max(loops, default=None)
+    return sorted(loops, reverse=True)
+
+
+def _loop_header(filename: str, line: int) -> int | None:
+    """The line of the innermost `for` or `while` statement whose body holds `line`, or None."""
+    return next(iter(_loop_headers(filename, line)), None)
 
 
 _LIBRARY_DIRS = tuple(
@@ -2152,6 +2160,26 @@ def _side_effects(trace: Trace, out: torch.Tensor, expected: torch.Tensor) -> li
 _LEAK = 1e-12  # a masked key's weight above this is a leak (e^(-10) ≈ 4.5e-5 is; -1e9 gives 0)
 
 
+def _zeroed_later(records: list, index: int, where: torch.Tensor) -> bool:
+    """Whether a tensor made from records[index]'s, of its shape, holds exactly 0 where `where`
+    is True: the softmax's weights on the hidden keys were zeroed afterwards (the mask multiplied
+    in after the softmax, then each row divided by its sum): not what reaches the values."""
+    made_from = {index}
+    for i in range(index + 1, len(records)):
+        later = records[i]
+        if not made_from.intersection(later.parents):
+            continue
+        made_from.add(i)
+        t = later.tensor
+        if (
+            t.shape == where.shape
+            and t.dtype.is_floating_point
+            and not t[where].abs().max() > _LEAK
+        ):
+            return True
+    return False
+
+
 def _mask_leak(trace: Trace, mask: torch.Tensor) -> Finding | None:
     """For output within atol of the reference: a softmax of the learner's whose weights on the
     keys the mask hides are not 0 (masked scores filled with -10, not -inf: the leak hides under
@@ -2160,7 +2188,7 @@ def _mask_leak(trace: Trace, mask: torch.Tensor) -> Finding | None:
     F.scaled_dot_product_attention is not seen."""
     hidden = ~mask.bool()  # (B, T, T): True where a key is hidden from a query
     records = trace.records
-    for record in records:
+    for index, record in enumerate(records):
         t = record.tensor
         if "softmax" not in record.op or not t.dtype.is_floating_point:
             continue
@@ -2173,7 +2201,7 @@ def _mask_leak(trace: Trace, mask: torch.Tensor) -> Finding | None:
         if not where.any():
             continue
         leak = float(t[where].abs().max())
-        if not leak > _LEAK:
+        if not leak > _LEAK or _zeroed_later(records, index, where):
             continue
         made = records[record.parents[0]] if record.parents else record
         filled = made.tensor[where]

@@ -478,16 +478,33 @@ def test_random_numbers_drawn_or_put_back_are_no_reseed():
     assert torch.equal(torch.get_rng_state(), before)  # the check drew nothing of the notebook's
 
 
+def nested_spin(x, w_q, w_k, w_v):
+    a, total = 0, 0
+    while a < 3:
+        for b in range(3):
+            total += b
+    return total
+
+
 def test_a_stop_inside_a_loop_names_the_loop_around_it():
     """The line a call is stopped on may be the loop's body (`n += 1`): the message then names
-    the loop too; on the loop's own line, or a line in no loop, it adds nothing."""
-    from helpers.diagnose import _enclosing_loop
+    the loop too, and every loop around it, the innermost first (an inner `for` that always ends
+    may sit in the `while` that never does); on the loop's own line, or a line in no loop, it adds
+    nothing."""
+    from helpers.diagnose import _enclosing_loops
     from helpers.trace import Place
 
     body, header = line_of(spin, "n += 1"), line_of(spin, "while True")
-    assert _enclosing_loop(spin.__code__, Place(body, "n += 1")) == (
+    assert _enclosing_loops(spin.__code__, Place(body, "n += 1")) == [
         f"line {header}: `while True:  # a loop that never ends`"
-    )
-    assert _enclosing_loop(spin.__code__, Place(header, "while True:")) == ""
-    assert _enclosing_loop(spin.__code__, Place(header - 1, "n = 0")) == ""
-    assert _enclosing_loop(spin.__code__, Place(body, "n += 1", caller=(1, "x"))) == ""
+    ]
+    assert _enclosing_loops(spin.__code__, Place(header, "while True:")) == []
+    assert _enclosing_loops(spin.__code__, Place(header - 1, "n = 0")) == []
+    assert _enclosing_loops(spin.__code__, Place(body, "n += 1", caller=(1, "x"))) == []
+    inner, outer = line_of(nested_spin, "for b in"), line_of(nested_spin, "while a <")
+    message = check_exercise(nested_spin, "one_head", echo=False, time_limit=2).message
+    assert (
+        f"inside the loop on line {inner}: `for b in range(3):`, itself inside the loop on "
+        f"line {outer}: `while a < 3:`" in message
+    ), message
+    assert "Hint: does one of these loops never end?" in message

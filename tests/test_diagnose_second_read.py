@@ -55,6 +55,39 @@ def test_a_finite_fill_is_named_even_when_the_output_is_within_tolerance():
     assert diagnose(mask_filled_with_minus_1e9, echo=False).ok
 
 
+def mask_multiplied_in_after_the_softmax(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(-1)
+    if mask is not None:  # the hidden keys' weights set to 0, each row divided by its new sum
+        weights = weights * mask.unsqueeze(1)
+        weights = weights / weights.sum(-1, keepdim=True)
+    out = (weights @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def mask_multiplied_into_a_finite_fill(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:  # the mask multiplied into the scores: hidden scores 0, not -inf
+        scores = scores.masked_fill(~mask.unsqueeze(1), -10.0)  # <-
+        scores = scores * mask.unsqueeze(1)
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, d_model)
+    return out @ w_o.T
+
+
+def test_weights_zeroed_after_the_softmax_and_renormalised_are_right():
+    """The softmax of the unmasked scores leaks, but its hidden weights are set to exactly 0
+    before they reach the values: a right way to mask, not a finite fill."""
+    assert diagnose(mask_multiplied_in_after_the_softmax, echo=False).ok
+    # zeros made later, in the scores rather than the weights, do not hide a leak from the check
+    result = diagnose(mask_multiplied_into_a_finite_fill, echo=False)
+    assert not result.ok
+
+
 def d_k_and_num_heads_swapped(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     B, T, d_model = x.shape
     d_k = num_heads
