@@ -125,7 +125,8 @@ class Predict(widgets.VBox):
             self.choice.observe(lambda change: self.check(change.new or ""), names="value")
             row = [self.choice, self.reveal]
         else:
-            example = "(2, 3)" if self.kind == "shape" else "0.5"
+            whole = isinstance(answer, int) and not isinstance(answer, bool)
+            example = "(2, 3)" if self.kind == "shape" else "12" if whole else "0.5"
             self.box = widgets.Text(placeholder=f"your prediction, like {example}",
                                     continuous_update=False, layout={"width": "260px"})  # fmt: skip
             self.box.observe(lambda change: self.check(change.new), names="value")  # on Enter

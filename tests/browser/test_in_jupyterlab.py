@@ -640,7 +640,8 @@ def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, not
             assert notebook_text == pytest.approx(17, abs=0.5)  # Presentation Mode's text
             sizes = whole.evaluate(
                 "el => [...el.querySelectorAll('.av-side td, .av-side div, .av-message, "
-                ".widget-label, .widget-readout, .widget-toggle-button, input')]"
+                ".widget-label, .widget-label-basic span, .widget-readout, "
+                ".widget-toggle-button, input')]"
                 ".map(e => parseFloat(getComputedStyle(e).fontSize))"
             )
             assert min(sizes) >= notebook_text - 0.5, (browser, min(sizes))
