@@ -998,6 +998,9 @@ def _explain(
                 run.given.update({n: t for n, t in keep.items() if t is not None})  # made right
             upstream = _unseen_lines(name, stage, record, runs)
             finding = Finding(name, stage, record, position=position, hint=hint, only=only)
+            if record is not None and stage.removesuffix("_heads") in ("q", "k", "v"):
+                used_at = next(filter(None, (_first_use(record, stage, run) for run in runs)), "")
+                finding = dataclasses.replace(finding, used_at=used_at)  # k, v made, then swapped
             findings.append(dataclasses.replace(finding, right=right, upstream=upstream))
             continue
         # a departure no known mistake explains: report it once (from the first run that shows
@@ -1788,6 +1791,12 @@ def _entry(
             f"your {words} {verb} from the reference's{detail}, in a way that matches no known "
             "mistake."
         )
+        if finding.used_at:  # made right on its line, then used in another tensor's place
+            detail = detail.replace("(yours equal", "(it equals")
+            head = (
+                f"the tensor your code uses as the {words} differs from the reference's{detail}, "
+                "in a way that matches no known mistake."
+            )
         head = finding.headline or head
     record = finding.record
     if record is not None and "masked_fill" not in record.code:  # a mask applied another way

@@ -502,9 +502,10 @@ def test_a_stop_inside_a_loop_names_the_loop_around_it():
     assert _enclosing_loops(spin.__code__, Place(header - 1, "n = 0")) == []
     assert _enclosing_loops(spin.__code__, Place(body, "n += 1", caller=(1, "x"))) == []
     inner, outer = line_of(nested_spin, "for b in"), line_of(nested_spin, "while a <")
+    assert _enclosing_loops(nested_spin.__code__, Place(inner + 1, "total += b")) == [
+        f"line {inner}: `for b in range(3):`",
+        f"line {outer}: `while a < 3:`",
+    ]
+    # stopped on whichever line of the loops it is running, the check names the outer one
     message = check_exercise(nested_spin, "one_head", echo=False, time_limit=2).message
-    assert (
-        f"inside the loop on line {inner}: `for b in range(3):`, itself inside the loop on "
-        f"line {outer}: `while a < 3:`" in message
-    ), message
-    assert "Hint: does one of these loops never end?" in message
+    assert f"line {outer}: `while a < 3:`" in message, message

@@ -333,6 +333,28 @@ def test_a_tensor_made_right_and_used_in_another_s_place_names_both_lines():
     says(index.message, "`idx = torch.arange(d_model).view(d_k, num_heads).T")
 
 
+def keys_and_values_swapped_where_used(x, context, w_q, w_k, w_v, w_o, num_heads):
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
+    k, v = ((context @ w.T).view(B, T_k, num_heads, d_k).transpose(1, 2) for w in (w_k, w_v))
+    weights = (q @ v.transpose(-2, -1) / d_k**0.5).softmax(dim=-1)  # slip
+    return (weights @ k).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T  # slip 2
+
+
+def test_keys_and_values_made_right_and_swapped_where_used_name_where_each_is_used():
+    """k and v made right on one line, then the scores taken against v and the weights applied
+    to k: each finding names the line that makes the tensors and the line that uses each in the
+    other's place, and calls it the tensor used as the keys, not 'your keys'."""
+    fn = keys_and_values_swapped_where_used
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert not result.ok
+    says(result.message, "the tensor your code uses as the keys",
+         f"It is used in that role on line {marked(fn, '# slip')}:",
+         f"It is used in that role on line {marked(fn, '# slip 2')}:")  # fmt: skip
+    assert "your keys k = context·W^K differ" not in result.message
+
+
 def _attend_from(query_src, kv_src, w_q, w_k, w_v, num_heads):
     B, L_q, D = query_src.shape
     L_k, d_k = kv_src.shape[1], D // num_heads
