@@ -729,6 +729,21 @@ def _progress(found: _Found, stages: dict) -> int:
     return len(_vouched(own, stages)) + ("out" in found)
 
 
+# mistakes that leave a stage before their home as another mistake would (scaled after the
+# softmax: the scores unscaled, as with no scaling): the first stage they change is not where they
+# are made
+_MADE_LATE = frozenset({"scaled_after_softmax"})
+
+
+# what such a mistake is when the learner makes it on a later stage than its home
+_LATE_WORDS = {
+    "scaled_after_softmax": (
+        "√d_k divides after the softmax, here what the weights make (the same as dividing the "
+        "weights), instead of the scores before it"
+    ),
+}
+
+
 def _where_named(name: str, before: dict, after: dict, found: _Found, records: list[Record]):
     """(stage, record) where mistake `name` is made: its HOME stage if the learner's tensors match
     it there, else the earliest stage it changes that they match (not through a borrowed record,
@@ -753,6 +768,8 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
         cut = [r for r in records[:-1] if r.family == family and _op(r) in _CUTS]
         if cut:
             return "out", cut[0]
+    if name in _MADE_LATE and home in changed:  # made at its home or after, not before
+        changed = changed[changed.index(home) :] + changed[: changed.index(home)]
     for skip_copies in (True, False):
         for stage in changed:
             copy = any(_same(after[d], after[stage]) for d in DEPENDS.get(stage, ()) if d in after)
@@ -772,9 +789,11 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
         return len(records) - 1
     shapes = {tuple(f.shape) for f in _forms(stages[stage], KINDS[stage])}
     start = max((found[d] for d in DEPENDS.get(stage, ()) if d in found), default=-1)
-    taken = set(found.values())
+    inputs = _closure(stage) - {stage}  # a tensor equal to one of them, made after this stage's
+    taken = {i for n, i in found.items() if n not in inputs or i <= start}  # inputs: used here
     # a view of a matched tensor in one of that stage's layouts is not new; the same numbers
-    # rearranged into another layout (the heads reshaped to (B, T, d_model)) are
+    # rearranged into another layout (the heads reshaped to (B, T, d_model)) are, and so is a join
+    # (a loop's per-head v put side by side where the heads' outputs belong)
     owned: dict[int, set] = {}
     for name, i in found.items():
         if name in stages:
@@ -784,7 +803,8 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
     candidates = [i for i in range(start + 1, len(records) - 1)
                   if tuple(records[i].tensor.shape) in shapes and i not in taken
                   and _is_index(records[i]) == index
-                  and tuple(records[i].tensor.shape) not in owned.get(records[i].family, ())
+                  and (tuple(records[i].tensor.shape) not in owned.get(records[i].family, ())
+                       or _op(records[i]) in _JOINS)
                   ]  # fmt: skip
     if not candidates:
         return None
@@ -998,6 +1018,8 @@ def _explain(
                 run.given.update({n: t for n, t in keep.items() if t is not None})  # made right
             upstream = _unseen_lines(name, stage, record, runs)
             finding = Finding(name, stage, record, position=position, hint=hint, only=only)
+            if name in _MADE_LATE and record is not None and stage not in ("scores", HOME[name]):
+                finding = dataclasses.replace(finding, headline=_LATE_WORDS[name])
             if record is not None and stage.removesuffix("_heads") in ("q", "k", "v"):
                 used_at = next(filter(None, (_first_use(record, stage, run) for run in runs)), "")
                 finding = dataclasses.replace(finding, used_at=used_at)  # k, v made, then swapped
@@ -1169,6 +1191,8 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
     reference with the mistakes found before it made), what the learner's tensors are held to."""
     record, run, stages = finding.record, runs[-1], at[-1]
     if record is None or KINDS.get(finding.stage) in (None, "out") or record.lineno is None:
+        return finding
+    if finding.mistake in _MADE_LATE and finding.headline:  # its input is unscaled on purpose
         return finding
     index = {id(r): i for i, r in enumerate(run.records)}
     if id(record) not in index:
@@ -2338,6 +2362,43 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
     return ""
 
 
+def _shape_origin(records: list[Record], stages: dict, args: dict) -> str:
+    """' Following your output back, …': the earliest line on the output's way whose tensor has a
+    shape that no input and no step of the reference has (in any of its layouts), reached through
+    tensors of such shapes only; '' if there is none or its line is unknown."""
+    known = {tuple(a.shape) for a in args.values() if isinstance(a, torch.Tensor)}
+    for name, value in stages.items():
+        if isinstance(value, torch.Tensor):
+            known |= {tuple(f.shape) for f in _forms(value, KINDS.get(name, "out"))}
+
+    def odd(i: int) -> bool:
+        record = records[i]
+        return record.dtype.is_floating_point and tuple(record.tensor.shape) not in known
+
+    if not records:
+        return ""
+    last = len(records) - 1
+    todo = list(records[last].parents) if records[last].op == "return" else [last]
+    todo, seen, origins = [i for i in todo if odd(i)], set(), []
+    while todo:
+        i = todo.pop()
+        if i in seen:
+            continue
+        seen.add(i)
+        parents = [j for j in records[i].parents if odd(j)]
+        todo += parents
+        if not parents:
+            origins.append(i)
+    origin = next((records[i] for i in sorted(origins) if records[i].where), None)
+    if origin is None:
+        return ""
+    return (
+        " Following your output back, the first tensor on its way with a shape that no step of "
+        f"the reference has is made on {origin.where} (shape {tuple(origin.tensor.shape)}): the "
+        "shape may go wrong there."
+    )
+
+
 _HALF = (torch.float16, torch.bfloat16)
 
 
@@ -2988,6 +3049,9 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
                 f"= {tuple(expected.shape)}, got "
                 f"{tuple(out.shape)}.{_shape_hint(tuple(out.shape), tuple(expected.shape))}"
             )
+            if not _shape_hint(tuple(out.shape), tuple(expected.shape)):
+                stages = attention_stages(**{n: a for n, a in run_args.items()})
+                message += _shape_origin(trace.records, stages, call_args)
             return _verdict(False, message, echo, note=note)
         results[label] = (trace, out, extra, expected)
     returned = [t.result for t, _, _, _ in results.values()
@@ -3013,6 +3077,10 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             when = f" (called {label})" if len(runs) > 1 else ""
             again = _second_call_problem(
                 fn, _call_args(run_args, mask, per_head), reference_attention(**run_args), when
+            )
+            other = {**_inputs(seed=1), "mask": run_args["mask"]}  # other values, same sizes
+            again = again or _other_values_problem(
+                fn, _call_args(other, mask, per_head), reference_attention(**other), when
             )
             if again:  # wrong again at the same sizes: not the sizes
                 return _verdict(False, again, echo, note=note)
@@ -3060,9 +3128,9 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
 
 
 # The smaller exercises: name -> (arguments, the stages of its reference, the mistakes that apply)
-def _one_head_args(second: bool = False) -> dict:
+def _one_head_args(second: bool = False, seed: int = 0) -> dict:
     b, t, d_model, _, d_k, _ = _sizes(second)
-    g = torch.Generator().manual_seed(1)
+    g = torch.Generator().manual_seed(1 + 100 * seed)
     x = torch.randn(b, t, d_model, generator=g)
     return {
         "x": x,
@@ -3076,9 +3144,9 @@ def _one_head_stages(x, w_q, w_k, w_v, mistakes=(), given=None) -> dict:
     return attention_stages(x, w_q, w_k, w_v, None, 1, mistakes=mistakes, given=given)
 
 
-def _head_scores_args(second: bool = False) -> dict:
+def _head_scores_args(second: bool = False, seed: int = 0) -> dict:
     """x (2, 5, 12) and one head's w_q, w_k (d_k = 4, d_model = 12) in nn.Linear's layout."""
-    a = _one_head_args(second)
+    a = _one_head_args(second, seed)
     return {"x": a["x"], "w_q": a["w_q"], "w_k": a["w_k"]}
 
 
@@ -3088,20 +3156,23 @@ def _head_scores_reference(mistake=None, **a) -> torch.Tensor:
     return head_scores_stages(**a, mistakes=() if mistake is None else (mistake,))["out"]
 
 
-def _split_args(second: bool = False) -> dict:
+def _split_args(second: bool = False, seed: int = 0) -> dict:
+    """t (B, T, d_model) counting 0, 1, 2, … (from 1000 · seed), so each number tells where it
+    came from."""
     b, t, d_model, heads, _, _ = _sizes(second)
+    count = torch.arange(b * t * d_model, dtype=torch.float32) + 1000 * seed
     return {
-        "t": torch.arange(b * t * d_model, dtype=torch.float32).view(b, t, d_model),
+        "t": count.view(b, t, d_model),
         "num_heads": heads,
     }
 
 
-def _cross_args(second: bool = False) -> dict:
+def _cross_args(second: bool = False, seed: int = 0) -> dict:
     """x (B, T_q = 5, d_model) and a longer context (B, T_k = 7, d_model): a mix-up of the two
     changes the numbers or the shape."""
     b, _, d_model, _, _, t_k = _sizes(second)
-    args = {name: a for name, a in _inputs(seed=2, second=second).items() if name != "mask"}
-    context = torch.randn(b, t_k, d_model, generator=torch.Generator().manual_seed(3))
+    args = {name: a for name, a in _inputs(2 + 100 * seed, second).items() if name != "mask"}
+    context = torch.randn(b, t_k, d_model, generator=torch.Generator().manual_seed(3 + 100 * seed))
     return {"x": args.pop("x"), "context": context, **args}
 
 
@@ -3113,12 +3184,12 @@ INDUCTION_SIZES = {"B": 2, "h": 3, "T": 10, "n": 5}  # 18's exercise: n = T // 2
 INDUCTION_SIZES2 = {"B": 1, "h": 2, "T": 14, "n": 7}
 
 
-def _induction_args(second: bool = False) -> dict:
+def _induction_args(second: bool = False, seed: int = 0) -> dict:
     """maps (B, h, T, T): causal softmax rows of random scores (every query's weights spread over
     itself and the keys before it), for sequences whose first T // 2 tokens repeat."""
     sizes = INDUCTION_SIZES2 if second else INDUCTION_SIZES
     b, h, t = sizes["B"], sizes["h"], sizes["T"]
-    scores = 2 * torch.randn(b, h, t, t, generator=torch.Generator().manual_seed(4))
+    scores = 2 * torch.randn(b, h, t, t, generator=torch.Generator().manual_seed(4 + 100 * seed))
     causal = torch.ones(t, t, dtype=torch.bool).tril()
     return {"maps": scores.masked_fill(~causal, float("-inf")).softmax(dim=-1)}
 
@@ -3132,12 +3203,12 @@ SHARED_KV_SIZES3 = {"B": 1, "h": 8, "g": 2, "T": 4, "d_k": 2}  # groups of 4: h 
 FURTHER_CHECK_SIZES: dict[str, tuple[dict[str, int], ...]] = {"shared_kv": (SHARED_KV_SIZES3,)}
 
 
-def _shared_kv_args(second: bool | int = False) -> dict:
+def _shared_kv_args(second: bool | int = False, seed: int = 0) -> dict:
     """q (B, h, T, d_k) and k, v (B, g, T, d_k): h query heads, g K/V heads; `second`: the
     second set of sizes (True or 1) or a further one (2)."""
     sizes = (SHARED_KV_SIZES, SHARED_KV_SIZES2, SHARED_KV_SIZES3)[int(second)]
     b, h, g, t, d_k = (sizes[n] for n in ("B", "h", "g", "T", "d_k"))
-    gen = torch.Generator().manual_seed(5)
+    gen = torch.Generator().manual_seed(5 + 100 * seed)
     return {
         "q": torch.randn(b, h, t, d_k, generator=gen),
         "k": torch.randn(b, g, t, d_k, generator=gen),
@@ -3145,7 +3216,7 @@ def _shared_kv_args(second: bool | int = False) -> dict:
     }
 
 
-EXERCISES: dict[str, tuple[Callable[[], dict], Callable[..., dict], tuple[str, ...]]] = {
+EXERCISES: dict[str, tuple[Callable[..., dict], Callable[..., dict], tuple[str, ...]]] = {
     "one_head": (_one_head_args, _one_head_stages, _ONE_HEAD),
     "split_heads": (
         _split_args,
@@ -3227,6 +3298,8 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         if message:
             return _verdict(False, message, echo)
         again = _second_call_problem(fn, make_args(), expected)
+        other = make_args(seed=1)  # other values, the same sizes
+        again = again or _other_values_problem(fn, other, stages_of(**other)["out"])
         if again:  # wrong again at the same sizes: not the sizes
             return _verdict(False, again, echo, note=note)
         for which in range(1, 2 + len(FURTHER_CHECK_SIZES.get(name, ()))):
@@ -3292,6 +3365,8 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
             message += (
                 f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
             )
+        elif out is not None:
+            message += _shape_origin(trace.records, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
         return _verdict(False, _changed_in_place(trace), echo, note=plain_note)
@@ -3558,6 +3633,32 @@ def _second_call_problem(fn: Callable, args: dict, expected: torch.Tensor, when:
         f"✗ Right on its first call, but a second call with the same inputs is not: {problem} "
         "Your function's result depends on something it keeps between calls" + where + ": "
         "make everything it uses inside the function, on each call."
+    )
+
+
+def _other_values_problem(
+    fn: Callable, args: dict, expected: torch.Tensor, when: str = ""
+) -> str:
+    """For code right on its first call and on a repeat of it: the message when a call with other
+    values at the same sizes is not right (what it keeps between calls, or a number that holds only
+    for the first values; not the sizes), else ''."""
+    problem = _second_problem(fn, args, expected, when)
+    if not problem:
+        return ""
+    kept = _kept_state(fn)
+    if kept:
+        why = (
+            f"Your function keeps {kept} between calls: does a later call reuse what an earlier "
+            "one left there? Make everything it uses inside the function, on each call."
+        )
+    else:
+        why = (
+            "I cannot tell why from here: does it keep something between calls (a global list or "
+            "dict, a default argument), or use a number that holds only for the first values?"
+        )
+    return (
+        "✗ Right on its first call, but not on a call with other values at the same sizes: "
+        f"{problem} {why}"
     )
 
 

@@ -181,7 +181,7 @@ def test_state_kept_between_calls_is_named_not_only_blamed_on_the_sizes():
     KEPT.clear()
     kept = diagnose(keys_kept_from_the_first_call, echo=False)
     assert not kept.ok
-    says(kept.message, "reuse something from an earlier call", "the dict KEPT")
+    says(kept.message, "other values at the same sizes", "the dict KEPT", "reuse what an earlier")
     CALLS.clear()
     again = diagnose(scaled_from_the_second_call, echo=False, mask=False)
     assert not again.ok
