@@ -724,12 +724,14 @@ function textScale(el) {
 // The maps' height: the panel's own (the model's `height`), or less where the notebook's window is
 // too short to show the whole panel (a projector's 1280x720, Presentation Mode's larger text):
 // the controls, the message and the toolbar keep their size, the maps give up what is missing,
-// down to MIN_FIT_HEIGHT. A side column beside the maps taller than them scrolls. Only in
-// JupyterLab's notebook, where the window is known; elsewhere the panel keeps its height.
+// down to MIN_FIT_HEIGHT. A side column beside the maps taller than them scrolls. In JupyterLab's
+// notebook the panel fits the window; on a slide (RISE) it fits what its slide leaves below what
+// comes before it on that slide; elsewhere (the site) the panel keeps its height.
 const MIN_FIT_HEIGHT = 220;
 function fitHeight(v) {
   const wanted = v.model.get("height");
-  const scroller = v.el.closest(".jp-WindowedPanel-outer");
+  const slide = v.el.closest(".reveal .slides section");
+  const scroller = slide || v.el.closest(".jp-WindowedPanel-outer");
   v.side.style.maxHeight = "";
   if (!scroller) return wanted;
   if (v.resize && v.watched !== scroller) {
@@ -737,8 +739,17 @@ function fitHeight(v) {
     v.watched = scroller;
   }
   const panel = v.el.closest(".course-panel") || v.el;
-  const around = panel.getBoundingClientRect().height - v.body.getBoundingClientRect().height;
-  const room = Math.floor(scroller.clientHeight - around - 16); // 16: the output's own margins
+  const box = panel.getBoundingClientRect();
+  const around = box.height - v.body.getBoundingClientRect().height;
+  // on a slide: the screen less RISE's margins (a slide is as tall as its content, up to that,
+  // and centred), less what is above the panel on it (its heading, text and code)
+  let window_ = scroller.clientHeight;
+  let above = 0;
+  if (slide) {
+    window_ = window.innerHeight - 36; // 36: RISE's margins around a slide (684 of 720 px)
+    above = box.top - slide.getBoundingClientRect().top + slide.scrollTop;
+  }
+  const room = Math.floor(window_ - above - around - 16); // 16: the output's own margins
   const height = Math.max(Math.min(wanted, room), Math.min(wanted, MIN_FIT_HEIGHT));
   const beside = v.side.offsetTop < v.mapsBox.offsetTop + 10; // not wrapped below the maps
   if (beside) v.side.style.maxHeight = `${Math.max(height, room)}px`;

@@ -13,7 +13,7 @@ slide half-made. The rules follow the course's "one idea per section" shape:
 - but a code cell that would push its slide below a 1280x720 screen starts a **subslide** of its
   own instead: the prose first, then (Space) the code and its result. Heights are estimated from
   the cells (prose lines at 22 px, code and output lines at 17 px, pictures at their shown size,
-  calibrated against the slideshow in Chromium: within 60 px for all 279 cells, 2026-11-25);
+  a panel at the least height it takes on a slide once drawn, calibrated against the slideshow in Chromium: within 60 px for all 279 cells, 2026-11-25);
   tests/browser/test_slides_fit.py measures the real slides.
 The notebook's `rise` metadata turns on a scroll bar for a slide still taller than the screen.
 """
@@ -32,6 +32,12 @@ RISE = {"scroll": True, "width": "100%", "height": "100%", "transition": "none",
 
 
 SCREEN = 660  # px a slide may fill: 720, less RISE's 20-px top margin and slack for the estimate
+# a drawn widget's height on a slide (its output's text/plain is the "▶ … drawn here" line): a
+# panel's controls, message and toolbar (~120 px) and its maps at ~300 px (they give up height to
+# fit what the slide leaves them, down to 220 px in attention_view.js, where labels get cramped);
+# the predict-then-run box and 18's training curve keep their own size
+WIDGET_HEIGHTS = {"the predict-then-run box": 150, "the training curve": 340}
+PANEL_HEIGHT = 440
 PROSE_LINE, PROSE_CHARS, PARAGRAPH = 31, 100, 22  # rise.css: 22 px text, 1.4 line height
 CODE_LINE, CODE_PAD, OUTPUT_PAD, PICTURE_PAD = 23, 22, 8, 60  # 17 px code and output
 
@@ -69,6 +75,10 @@ def estimated_height(cell) -> float:
             height += _picture_height(data, out.get("metadata", {}))
             continue
         text = out.get("text", "") or "".join(data.get("text/plain", ""))
+        if "application/vnd.jupyter.widget-view+json" in data:  # drawn once the cell runs
+            what = str(text).removeprefix("'").removeprefix("▶ ").split(":")[0]
+            height += WIDGET_HEIGHTS.get(what, PANEL_HEIGHT) + OUTPUT_PAD
+            continue
         height += len(str(text).rstrip("\n").split("\n")) * CODE_LINE + OUTPUT_PAD
     return height
 

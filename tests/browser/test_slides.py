@@ -1,7 +1,7 @@
 """Notebook 03 as a RISE slideshow (jupyterlab-rise) in Chromium at a projector's 1280x720: it
 opens with one slide per section, Shift+Enter runs the code live on the slides and advances, the
 text is large enough to read from the back of a room, nothing is fetched from the web, and the
-panel draws on its slide and repaints when its slider moves.
+panel draws on its slide, fits it (the maps give up height), and repaints when its slider moves.
 
 The panels load in RISE's page thanks to the course's extension in rise-widgets/ (RISE's app lacks
 a module ipywidgets 8 needs: jupyterlab-contrib/rise#119; rise-widgets/README.md).
@@ -121,10 +121,15 @@ PIXELS = """el => {
 }"""
 
 
+# how far down a slide's laid-out content reaches on screen
+BOTTOM = """s => Math.max(0, ...[...s.querySelectorAll('*')].map(e => e.getBoundingClientRect())
+  .filter(r => r.height > 0).map(r => r.bottom))"""
+
+
 def test_a_panel_draws_on_its_slide_and_a_key_press_repaints_it(slideshow):
     page, _, _, errors = slideshow
     text = run_until(page, has=".attention-view")
-    assert "Sliders: h and d_model" in text and "Traceback" not in text
+    assert "HeadsExplorer(" in text and "Traceback" not in text  # its code, on a subslide
     widgets_failed = [e for e in errors if "jupyterlab-manager" in e or "No provider" in e]
     assert widgets_failed == [], "the widget manager did not load: is rise-widgets installed?"
     slide = show(page, page.locator(".attention-view"))
@@ -134,7 +139,10 @@ def test_a_panel_draws_on_its_slide_and_a_key_press_repaints_it(slideshow):
     before = wait_for_change(drawn, False, timeout=30)
     assert view.get_attribute("data-key") == "d_model=64|h=4" and "✗" not in text
     assert before["share"] > 0.1, before  # the 4 maps, their words and titles
-    view.scroll_into_view_if_needed()
+    # the whole slide, its code and the panel, fits the projector: the maps give up height
+    bottom = slide.evaluate(BOTTOM)
+    assert bottom <= 720, f"the panel's slide reaches {bottom:.0f} px"
+    assert 220 <= view.locator(".av-canvas").evaluate("c => c.clientHeight") <= 420
     page.screenshot(path=SCREENSHOTS / "slides_03_panel.png")
 
     # the h slider from the keyboard, as in the notebook: End takes it to h = 16 (64 / 16 = 4)
