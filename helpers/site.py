@@ -220,7 +220,10 @@ def _nav(pages: list[Page], i: int | None, live: str) -> str:
 
 def live_links(name: str | None, binder: str | None) -> str:
     """How to run a notebook for real: on Binder (when the repository is known), or locally."""
-    local = "locally: <code>python -m helpers.course lab</code> (or <code>make lab</code>)"
+    local = (
+        "locally: <code>python3 -m helpers.course lab</code> (Windows: <code>py -m helpers.course "
+        "lab</code>)"
+    )
     if not binder:
         return f"Run it live {local}, in the course's folder (see its README)"
     target = f"lab/tree/notebooks/{name}.ipynb" if name else "lab/tree/notebooks"
