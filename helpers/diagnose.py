@@ -3094,7 +3094,9 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}, "
             f"{_two_sizes(exercise)}."
         )
-        return _verdict(True, message, echo)
+        last = list(runs.values())[-1]  # with the mask, if there is one
+        dtype = _float64_note(fn, _call_args(last, mask, per_head))
+        return _verdict(True, f"{message}\n  {dtype}" if dtype else message, echo)
     if returned:
         note = "\n  ".join(n for n in (_returned_note(returned[0], (), False), note) if n)
     effects = dict.fromkeys(_side_effect_note(t) for t, _, _, _ in results.values())
@@ -3309,7 +3311,8 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
                 message = _at_second_sizes(name, fn, problem, which)
                 return _verdict(False, message, echo, note=note)
         message = f"✓ Correct: equal to the reference within atol {ATOL:.0e}, {_two_sizes(name)}."
-        return _verdict(True, message, echo)
+        dtype = _float64_note(fn, args)
+        return _verdict(True, f"{message}\n  {dtype}" if dtype else message, echo)
     reordered = _reordered_parameters(fn, args, expected)
     if reordered:
         return _verdict(False, reordered, echo, note=note)
@@ -3636,9 +3639,7 @@ def _second_call_problem(fn: Callable, args: dict, expected: torch.Tensor, when:
     )
 
 
-def _other_values_problem(
-    fn: Callable, args: dict, expected: torch.Tensor, when: str = ""
-) -> str:
+def _other_values_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str = "") -> str:
     """For code right on its first call and on a repeat of it: the message when a call with other
     values at the same sizes is not right (what it keeps between calls, or a number that holds only
     for the first values; not the sizes), else ''."""
@@ -3659,6 +3660,52 @@ def _other_values_problem(
     return (
         "✗ Right on its first call, but not on a call with other values at the same sizes: "
         f"{problem} {why}"
+    )
+
+
+def _in_float64(args: dict) -> dict:
+    """The same arguments with every floating-point tensor (in a list too) in float64."""
+
+    def double(a):
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            return a.double()
+        return [double(t) for t in a] if isinstance(a, list) else a
+
+    return {name: double(a) for name, a in args.items()}
+
+
+def _float64_note(fn: Callable, args: dict, when: str = "") -> str:
+    """For code right on the check's float32 inputs: a note when the same call in float64 raises
+    or returns another dtype (a tensor made in float32 where the inputs' dtype would do), else ''.
+    The exercises ask nothing of dtypes, so this is said beside the ✓, not instead of it."""
+    copies = list(_in_float64(args).values())
+    trace = _traced(fn, copies, when=when)
+    made = next(
+        (r for r in trace.records if r.dtype in (torch.float32, torch.float16, torch.bfloat16)
+         and r.where),
+        None,
+    )  # fmt: skip
+    where = (
+        f" The first tensor in another dtype is made on {made.where} ({made.dtype})."
+        if made
+        else ""
+    )
+    ask = (
+        " torch.zeros, torch.empty, torch.full and torch.tensor of floats make torch's default "
+        "dtype (float32) unless given dtype=: dtype=x.dtype, or torch.zeros_like, keeps the "
+        "inputs' dtype."
+    )
+    err = trace.error
+    if err is not None:
+        what = f"it raised {type(err).__name__}{when}: {err}{_where_in_learner_code(err)}."
+    else:
+        out, _ = _unpack(trace.result)
+        if out is None or out.dtype == torch.float64:
+            return ""
+        what = f"it returns {out.dtype}{when}, where the reference keeps float64."
+    return (
+        "Note: the check uses float32 inputs, and the exercise asks nothing more; given the same "
+        f"inputs in float64, {what}{where}{ask}"
     )
 
 

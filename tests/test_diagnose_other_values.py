@@ -130,3 +130,35 @@ def test_a_wrong_shape_is_traced_back_to_the_line_that_first_makes_an_unknown_sh
     assert not result.ok
     says(result.message, "Expected shape (3,), got (3, 5)",
          f"made on line {marked(stripe_taken_in_two_steps)}:")
+
+
+def shared_kv_into_float32_zeros(q, k, v):
+    B, h, T, d_k = q.shape
+    group = h // k.shape[1]
+    out = torch.zeros(B, h, T, d_k)  # <-
+    for i in range(h):
+        s = q[:, i] @ k[:, i // group].transpose(-2, -1) / math.sqrt(d_k)
+        out[:, i] = s.softmax(dim=-1) @ v[:, i // group]
+    return out
+
+
+def shared_kv_into_zeros_like(q, k, v):
+    B, h, T, d_k = q.shape
+    group = h // k.shape[1]
+    out = torch.zeros_like(q)
+    for i in range(h):
+        s = q[:, i] @ k[:, i // group].transpose(-2, -1) / math.sqrt(d_k)
+        out[:, i] = s.softmax(dim=-1) @ v[:, i // group]
+    return out
+
+
+def test_an_output_made_in_float32_whatever_the_inputs_gets_a_note_beside_its_check():
+    """Right on the check's float32 inputs; given float64 it returns float32. The exercise asks
+    nothing of dtypes: a ✓, with a note naming the line. The wrong object: the same loop into
+    zeros_like keeps the dtype and gets no note."""
+    result = check_exercise(shared_kv_into_float32_zeros, "shared_kv", echo=False)
+    assert result.ok
+    says(result.message, "✓ Correct", "in float64, it returns torch.float32",
+         f"made on line {marked(shared_kv_into_float32_zeros)}:")
+    kept = check_exercise(shared_kv_into_zeros_like, "shared_kv", echo=False)
+    assert kept.ok and "Note" not in kept.message

@@ -43,10 +43,12 @@ def _learner(style: str = "index", mistake: str | None = None):
 @pytest.mark.parametrize("style", ["index", "diagonal", "loop"])
 def test_18_every_correct_style_is_accepted(style):
     result = check_exercise(_learner(style), "induction_score", echo=False)
-    assert result.ok and result.message == (
+    assert result.ok and result.message.startswith(
         "✓ Correct: equal to the reference within atol 1e-04, at two sizes (B = 2, h = 3, "
         "T = 10, n = 5; then B = 1, h = 2, T = 14, n = 7)."
     )
+    # the loop's torch.zeros(h) is float32 whatever the maps: said beside the ✓, not against it
+    assert ("given the same inputs in float64" in result.message) == (style == "loop")
 
 
 @pytest.mark.parametrize("mistake", INDUCTION_MISTAKES)
