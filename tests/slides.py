@@ -13,8 +13,10 @@ slide half-made. The rules follow the course's "one idea per section" shape:
 - but a code cell that would push its slide below a 1280x720 screen starts a **subslide** of its
   own instead: the prose first, then (Space) the code and its result. Heights are estimated from
   the cells (prose lines at 22 px, code and output lines at 17 px, pictures at their shown size,
-  a panel at the least height it takes on a slide once drawn, calibrated against the slideshow in Chromium: within 60 px for all 279 cells, 2026-11-25);
-  tests/browser/test_slides_fit.py measures the real slides.
+  calibrated against the slideshow in Chromium: within 60 px for all 279 cells, 2026-11-25; a
+  drawn panel at about the height it takes on a slide, PANEL_HEIGHT, not its one-line
+  placeholder); tests/browser/test_slides_fit.py measures the real slides, and
+  tests/browser/test_slides.py 03's panel slide once drawn.
 The notebook's `rise` metadata turns on a scroll bar for a slide still taller than the screen.
 """
 

@@ -5,23 +5,12 @@ heads' outputs belong named as the values, with no invented W^O slip; and a wron
 back to the first line that makes a shape no step of the reference has. Each learner function is
 written by hand with one slip, the line the message must point at marked `# <-`."""
 
-import inspect
 import math
 
 import torch
 
 from helpers.diagnose import check_exercise, diagnose
-
-
-def marked(fn, mark: str = "# <-") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return next(start + i for i, line in enumerate(lines) if mark in line)
-
-
-def says(message: str, *texts: str) -> None:
-    for text in texts:
-        assert text in message, f"{text!r} missing from:\n{message}"
-
+from tests.messages import marked, says
 
 SCORES_BY_SHAPE = {}
 
@@ -55,8 +44,10 @@ def shared_kv_expanded_once_per_shape(q, k, v):
 def test_a_cache_keyed_by_shape_is_caught_by_other_values_at_the_same_sizes():
     SCORES_BY_SHAPE.clear()
     EXPANDED.clear()
-    for fn, name, kept in ((induction_scores_cached_by_shape, "induction_score", "SCORES_BY_SHAPE"),
-                           (shared_kv_expanded_once_per_shape, "shared_kv", "EXPANDED")):
+    for fn, name, kept in (
+        (induction_scores_cached_by_shape, "induction_score", "SCORES_BY_SHAPE"),
+        (shared_kv_expanded_once_per_shape, "shared_kv", "EXPANDED"),
+    ):
         result = check_exercise(fn, name, echo=False)
         assert not result.ok, name
         says(result.message, "other values at the same sizes", f"the dict {kept}")
@@ -105,7 +96,7 @@ def loop_keeping_v(x, w_q, w_k, w_v, w_o):
     kept = []
     for wq, wk, wv in zip(w_q, w_k, w_v):
         q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
-        head = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(wq.shape[0]), dim=-1) @ v
+        head = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(wq.shape[0]), dim=-1) @ v  # noqa: F841
         kept.append(v)
     return torch.cat(kept, dim=-1) @ w_o.T  # <-
 
@@ -128,8 +119,11 @@ def stripe_taken_in_two_steps(maps):
 def test_a_wrong_shape_is_traced_back_to_the_line_that_first_makes_an_unknown_shape():
     result = check_exercise(stripe_taken_in_two_steps, "induction_score", echo=False)
     assert not result.ok
-    says(result.message, "Expected shape (3,), got (3, 5)",
-         f"made on line {marked(stripe_taken_in_two_steps)}:")
+    says(
+        result.message,
+        "Expected shape (3,), got (3, 5)",
+        f"made on line {marked(stripe_taken_in_two_steps)}:",
+    )
 
 
 def shared_kv_into_float32_zeros(q, k, v):
@@ -158,7 +152,11 @@ def test_an_output_made_in_float32_whatever_the_inputs_gets_a_note_beside_its_ch
     zeros_like keeps the dtype and gets no note."""
     result = check_exercise(shared_kv_into_float32_zeros, "shared_kv", echo=False)
     assert result.ok
-    says(result.message, "✓ Correct", "in float64, it returns torch.float32",
-         f"made on line {marked(shared_kv_into_float32_zeros)}:")
+    says(
+        result.message,
+        "✓ Correct",
+        "in float64, it returns torch.float32",
+        f"made on line {marked(shared_kv_into_float32_zeros)}:",
+    )
     kept = check_exercise(shared_kv_into_zeros_like, "shared_kv", echo=False)
     assert kept.ok and "Note" not in kept.message

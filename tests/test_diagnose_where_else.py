@@ -6,23 +6,13 @@ dropped), and an argument changed in place after its last use leaves the diagnos
 Each learner function is written by hand, one slip, with the line the message must point at
 marked `# <-` and the slip's own line marked `# slip`."""
 
-import inspect
 import math
 
 import torch
 import torch.nn.functional as F
 
 from helpers.diagnose import _inputs, _per_head_args, check_exercise, diagnose
-
-
-def marked(fn, mark: str = "# <-") -> int:
-    lines, start = inspect.getsourcelines(fn)
-    return next(start + i for i, line in enumerate(lines) if mark in line)
-
-
-def says(message: str, *texts: str) -> None:
-    for text in texts:
-        assert text in message, f"{text!r} missing from:\n{message}"
+from tests.messages import marked, says
 
 
 def heads_read_through_a_reversed_index(x, w_q, w_k, w_v, w_o):
