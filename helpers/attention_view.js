@@ -663,7 +663,7 @@ function showState(v, key, frame, state, drawFrame) {
   el.classList.toggle("av-stale", state !== "ok");
   const what = model.get("key_by").map((n) => `${n} = ${model.get(n)}`).join(", ");
   const notice = model.get("notice");
-  if (state === "pending") setMessage(v, "pending", `⏳ computing ${what} …`);
+  if (state === "pending") setMessage(v, "pending", `computing ${what} …`);
   else if (state === "error") {
     const stale = drawFrame ? " (Greyed: the last setting that worked.)" : "";
     setMessage(v, "error", `✗ ${frame.error}${stale}`);

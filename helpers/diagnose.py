@@ -1066,6 +1066,13 @@ def _explain(
             i = _changed_in(target, departs, run) if changed and target == stage else None
             i = _role(target, run.stages, run.found, run.records) if i is None else i
             followed.append((run, run.records[i] if i is not None else None))
+        if target != "out" and _made_after_the_weights(target, followed[0][1], first):
+            stage = target = "out"  # no tensor of the learner's stands for that stage: say what
+            followed = [  # differs where it shows, the output
+                (run, run.records[i] if (i := _role("out", run.stages, run.found, run.records))
+                 is not None else None)
+                for run in pending
+            ]  # fmt: skip
         record = followed[0][1]
         if record is not None:  # k made with w_v: not v's own line, but the line like it
             record = _own_twin(record, target, first)
@@ -1437,6 +1444,24 @@ def _made_in_place(stage: str, run: _Run) -> bool:
         return True
     target = _cut_first(stage, run)
     return _role(target, run.stages, run.found, run.records) is not None
+
+
+def _made_after_the_weights(stage: str, record: Record | None, run: _Run) -> bool:
+    """Whether `record`, taken for a stage the weights are made from (the keys, the scores), is
+    made from a softmax's output: then it is the weights at work (weights · v), not that stage."""
+    if record is None or "weights" not in run.stages or "weights" in _closure(stage):
+        return False
+    index = {id(r): i for i, r in enumerate(run.records)}
+    todo, seen = [index.get(id(record))], set()
+    while todo:
+        i = todo.pop()
+        if i is None or i in seen:
+            continue
+        seen.add(i)
+        if "softmax" in run.records[i].op:
+            return True
+        todo += run.records[i].parents
+    return False
 
 
 def _closure(stage: str) -> set[str]:
@@ -2101,7 +2126,7 @@ def _run(
         return trace, None
     if isinstance(err, NotImplementedError):
         return None, (
-            "⏳ Not done yet: fill in the function in the exercise cell above (it still raises "
+            "○ Not done yet: fill in the function in the exercise cell above (it still raises "
             "NotImplementedError), run that cell, then run this check again."
         )
     text = str(err)
@@ -2368,8 +2393,10 @@ def _shape_origin(records: list[Record], stages: dict, args: dict) -> str:
     tensors of such shapes only; '' if there is none or its line is unknown."""
     known = {tuple(a.shape) for a in args.values() if isinstance(a, torch.Tensor)}
     for name, value in stages.items():
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():  # not the positions
             known |= {tuple(f.shape) for f in _forms(value, KINDS.get(name, "out"))}
+            if value.dim() == 4:  # one head's slice of (B, h, T, ·): a step on the way too
+                known.add((value.shape[0], *value.shape[2:]))
 
     def odd(i: int) -> bool:
         record = records[i]
@@ -3027,7 +3054,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
         when = f" when called {label}" if len(runs) > 1 else ""
         trace, problem = _run(fn, call_args, when, exercise)
         if problem:
-            return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
+            return _verdict(False, problem, echo, note="" if problem[0] == "○" else note)
         out, extra = _unpack(trace.result)
         expected = reference_attention(**run_args)
         if out is None or not _same(out, expected):
@@ -3289,7 +3316,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         reordered = _reordered_parameters(fn, args, stages_of(**args)["out"], only_if_right=True)
         problem = reordered or problem
     if problem:
-        return _verdict(False, problem, echo, note="" if problem[0] == "⏳" else note)
+        return _verdict(False, problem, echo, note="" if problem[0] == "○" else note)
     out, extra = _unpack(trace.result)
     expected = stages_of(**args)["out"]
     if out is not None and _same(out, expected):
@@ -3368,6 +3395,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
             message += (
                 f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
             )
+            message += _shape_origin(trace.records, stages_of(**args), args)
         elif out is not None:
             message += _shape_origin(trace.records, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)

@@ -365,7 +365,7 @@ def _classify(diagnosis) -> str:
     message = diagnosis.message
     if diagnosis.ok:
         return "right"
-    if message.startswith("⏳"):
+    if message.startswith("○"):
         return "not_done"
     if "raised" in message.split(".")[0]:
         low = message.lower()

@@ -160,3 +160,34 @@ def test_an_output_made_in_float32_whatever_the_inputs_gets_a_note_beside_its_ch
     )
     kept = check_exercise(shared_kv_into_zeros_like, "shared_kv", echo=False)
     assert kept.ok and "Note" not in kept.message
+
+
+def shared_kv_heads_grouped_the_other_way(q, k, v):
+    B, h, T, d_k = q.shape
+    g = k.shape[1]
+    qg = q.reshape(B, h // g, g, T, d_k).transpose(1, 2)  # slip: (g, h // g) is the grouping
+    w = torch.softmax(qg @ k.unsqueeze(2).transpose(-2, -1) / d_k**0.5, dim=-1)
+    return (w @ v.unsqueeze(2)).reshape(B, h, T, d_k)  # <-
+
+
+def test_weights_at_work_are_not_taken_for_the_keys():
+    """The learner makes no block of keys per query head; weights · v has the shape of one. The
+    message must not call it the keys: it names the output, where the difference shows."""
+    result = check_exercise(shared_kv_heads_grouped_the_other_way, "shared_kv", echo=False)
+    assert not result.ok
+    assert "keys" not in result.message.split("Hint")[0]
+    assert result.lines == (marked(shared_kv_heads_grouped_the_other_way),)
+    slip = marked(shared_kv_heads_grouped_the_other_way, "# slip")
+    says(result.message, "Your output", f"line {slip}:")  # named as a place it may be
+
+
+def split_joined_with_cat(t, num_heads):
+    chunks = torch.split(t, t.shape[-1] // num_heads, dim=-1)
+    return torch.cat(chunks, dim=1)  # <-
+
+
+def test_one_heads_slice_is_not_taken_for_where_the_shape_goes_wrong():
+    """The wrong object: each chunk is one head's (B, T, d_k), a step the reference makes too; the
+    shape goes wrong where the chunks are joined without a head dim."""
+    result = check_exercise(split_joined_with_cat, "split_heads", echo=False)
+    says(result.message, f"made on line {marked(split_joined_with_cat)}:")

@@ -102,4 +102,4 @@ def test_student_notebooks_run_and_say_not_done_yet(student, name):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]  # no traceback anywhere
     texts = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert "⏳ Not done yet" in texts
+    assert "○ Not done yet" in texts
