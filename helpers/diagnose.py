@@ -3077,7 +3077,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
                 f"{tuple(out.shape)}.{_shape_hint(tuple(out.shape), tuple(expected.shape))}"
             )
             if not _shape_hint(tuple(out.shape), tuple(expected.shape)):
-                stages = attention_stages(**{n: a for n, a in run_args.items()})
+                stages = attention_stages(**run_args)
                 message += _shape_origin(trace.records, stages, call_args)
             return _verdict(False, message, echo, note=note)
         results[label] = (trace, out, extra, expected)
@@ -3395,8 +3395,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
             message += (
                 f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
             )
-            message += _shape_origin(trace.records, stages_of(**args), args)
-        elif out is not None:
+        if out is not None and order is None:  # where the shape first goes wrong
             message += _shape_origin(trace.records, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
@@ -3682,7 +3681,7 @@ def _other_values_problem(fn: Callable, args: dict, expected: torch.Tensor, when
         )
     else:
         why = (
-            "I cannot tell why from here: does it keep something between calls (a global list or "
+            "The check cannot tell why: does it keep something between calls (a global list or "
             "dict, a default argument), or use a number that holds only for the first values?"
         )
     return (

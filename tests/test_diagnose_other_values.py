@@ -64,7 +64,7 @@ def test_a_right_answer_without_state_is_not_told_it_keeps_one():
     exec(f"def written_out(maps):\n    return torch.tensor({first!r})", scope)
     result = check_exercise(scope["written_out"], "induction_score", echo=False)
     assert not result.ok
-    says(result.message, "other values at the same sizes", "I cannot tell why")
+    says(result.message, "other values at the same sizes", "The check cannot tell why")
     assert "keeps the" not in result.message
 
 
