@@ -732,8 +732,7 @@ function fitHeight(v) {
   const wanted = v.model.get("height");
   const slide = v.el.closest(".reveal .slides section");
   const scroller = slide || v.el.closest(".jp-WindowedPanel-outer");
-  v.side.style.maxHeight = "";
-  if (!scroller) return wanted;
+  if (!scroller) return { height: wanted, sideMax: "" };
   if (v.resize && v.watched !== scroller) {
     v.resize.observe(scroller);
     v.watched = scroller;
@@ -752,16 +751,19 @@ function fitHeight(v) {
   const room = Math.floor(window_ - above - around - 16); // 16: the output's own margins
   const height = Math.max(Math.min(wanted, room), Math.min(wanted, MIN_FIT_HEIGHT));
   const beside = v.side.offsetTop < v.mapsBox.offsetTop + 10; // not wrapped below the maps
-  if (beside) v.side.style.maxHeight = `${Math.max(height, room)}px`;
-  return height;
+  return { height, sideMax: beside ? `${Math.max(height, room)}px` : "" };
 }
 
+// Every size read first, then written: one layout per move, not one per read after a write
+// (each forced layout of JupyterLab's page costs milliseconds on a long notebook).
 function sizeCanvas(v) {
   const width = Math.max(v.mapsBox.clientWidth, 240);
-  const height = fitHeight(v);
+  const { height, sideMax } = fitHeight(v);
+  v.scale = textScale(v.el);
   const dpr = window.devicePixelRatio || 1;
-  v.canvas.style.width = `${width}px`;
-  v.canvas.style.height = `${height}px`;
+  if (v.side.style.maxHeight !== sideMax) v.side.style.maxHeight = sideMax;
+  if (v.canvas.style.width !== `${width}px`) v.canvas.style.width = `${width}px`;
+  if (v.canvas.style.height !== `${height}px`) v.canvas.style.height = `${height}px`;
   v.canvas.width = Math.round(width * dpr);
   v.canvas.height = Math.round(height * dpr);
   const ctx = v.canvas.getContext("2d");
@@ -777,7 +779,7 @@ function colormapOf(model) {
 // Paint one frame; returns what was drawn where (for hover, click and the tests).
 function paint(v, ctx, area, frame, block) {
   const model = v.model;
-  FONT = Math.round(BASE_FONT * textScale(v.el));
+  FONT = Math.round(BASE_FONT * (v.scale || textScale(v.el)));
   v.el.dataset.font = String(FONT); // for the tests
   if (block.kind === "matrix") {
     return { maps: null, geometry: drawMatrix(ctx, area, frame, block, model.get("palette")) };
