@@ -774,6 +774,9 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
         for stage in changed:
             copy = any(_same(after[d], after[stage]) for d in DEPENDS.get(stage, ()) if d in after)
             if stage in own and not (skip_copies and copy):
+                made = _made_at_records(records) if own[stage] == len(records) - 1 else None
+                if made is not None and made.lineno != records[-1].lineno:  # `return blocks`:
+                    return stage, made  # the line that made blocks
                 return stage, records[own[stage]]
     return (changed[0] if changed else "out"), None
 
@@ -2387,7 +2390,7 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
     return ""
 
 
-def _shape_origin(records: list[Record], stages: dict, args: dict) -> str:
+def _shape_origin(trace: Trace, out: torch.Tensor, stages: dict, args: dict) -> str:
     """' Following your output back, …': the earliest line on the output's way whose tensor has a
     shape that no input and no step of the reference has (in any of its layouts), reached through
     tensors of such shapes only; '' if there is none or its line is unknown."""
@@ -2397,26 +2400,30 @@ def _shape_origin(records: list[Record], stages: dict, args: dict) -> str:
             known |= {tuple(f.shape) for f in _forms(value, KINDS.get(name, "out"))}
             if value.dim() == 4:  # one head's slice of (B, h, T, ·): a step on the way too
                 known.add((value.shape[0], *value.shape[2:]))
+    records = trace.records
 
-    def odd(i: int) -> bool:
-        record = records[i]
+    def odd(record: Record) -> bool:
         return record.dtype.is_floating_point and tuple(record.tensor.shape) not in known
 
-    if not records:
+    made = trace.record_of(out)
+    if made is None or not odd(made):
         return ""
-    last = len(records) - 1
-    todo = list(records[last].parents) if records[last].op == "return" else [last]
-    todo, seen, origins = [i for i in todo if odd(i)], set(), []
+    at = next((i for i, r in enumerate(records) if r is made), None)
+    small = at is None  # a vector or a number: not among the records
+    todo = [j for j in made.parents if odd(records[j])] if small else [at]
+    seen, origins = set(), []
     while todo:
         i = todo.pop()
         if i in seen:
             continue
         seen.add(i)
-        parents = [j for j in records[i].parents if odd(j)]
+        parents = [j for j in records[i].parents if odd(records[j])]
         todo += parents
         if not parents:
             origins.append(i)
     origin = next((records[i] for i in sorted(origins) if records[i].where), None)
+    if origin is None and small and made.where:  # made from tensors of the reference's shapes
+        origin = made
     if origin is None:
         return ""
     return (
@@ -3078,7 +3085,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             )
             if not _shape_hint(tuple(out.shape), tuple(expected.shape)):
                 stages = attention_stages(**run_args)
-                message += _shape_origin(trace.records, stages, call_args)
+                message += _shape_origin(trace, out, stages, call_args)
             return _verdict(False, message, echo, note=note)
         results[label] = (trace, out, extra, expected)
     returned = [t.result for t, _, _, _ in results.values()
@@ -3396,7 +3403,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
                 f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
             )
         if out is not None and order is None:  # where the shape first goes wrong
-            message += _shape_origin(trace.records, stages_of(**args), args)
+            message += _shape_origin(trace, out, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
         return _verdict(False, _changed_in_place(trace), echo, note=plain_note)
@@ -3632,20 +3639,30 @@ def _kept_state(fn: Callable) -> str:
     if code is None:
         return ""
     scope, mutable = getattr(fn, "__globals__", {}), (list, dict, set, torch.Tensor)
-    todo, seen = [code], []
+    todo, seen, set_outside = [code], [], []
     while todo:
         current = todo.pop(0)
         for ins in dis.get_instructions(current):
+            line = ins.positions.lineno if ins.positions else None
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and isinstance(
                 scope.get(ins.argval), mutable
             ):
-                line = ins.positions.lineno if ins.positions else None
                 seen.append((ins.argval, line))
+            outside = ins.opname == "STORE_GLOBAL" or (  # `global scale` or `nonlocal scale`
+                ins.opname == "STORE_DEREF" and current is code and ins.argval in code.co_freevars
+            )
+            if outside:
+                set_outside.append((ins.argval, line))
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
     if seen:
         name, line = seen[0]
         kind = type(scope[name]).__name__
         return f"the {kind} {name}, kept outside the function" + (f" (line {line})" if line else "")
+    if set_outside:
+        name, line = set_outside[0]
+        return f"the name {name}, kept outside the function and set on " + (
+            f"line {line}" if line else "a call"
+        )
     params = list(inspect.signature(fn).parameters.values()) if callable(fn) else []
     held = [p.name for p in params if isinstance(p.default, mutable)]
     return f"the default argument {held[0]}, made once for every call" if held else ""

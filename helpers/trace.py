@@ -18,6 +18,7 @@ Torch only; the trace adds well under a millisecond to the course's small exerci
 
 from __future__ import annotations
 
+import collections
 import functools
 import linecache
 import os
@@ -96,8 +97,9 @@ class Trace:
     # tensor, "weight" (a watched matrix as given), "weight product" (a product of them), "other"
 
     def record_of(self, tensor: torch.Tensor) -> Record | None:
-        """The last record made as `tensor` itself (the same object), if any."""
-        for obj, record in reversed(self._made):
+        """The last record made as `tensor` itself (the same object), if any; for a vector or a
+        number, where it was made (one of the last few such, not among `records`)."""
+        for obj, record in (*reversed(self._made), *reversed(self.small)):
             if obj is tensor:
                 return record
         return None
@@ -111,6 +113,8 @@ class Trace:
     failed_shapes: tuple = ()  # the shapes of the tensors that went into the op that raised
     reseeded: Place | None = None  # where the code reset torch's default random generator
     lines_run: frozenset = frozenset()  # (file, line) of each of the learner's lines that ran
+    small: Sequence = ()  # (tensor, record) of the last float vectors and numbers made (a mean
+    # per head returned), for record_of: where an output too small to be among the records is made
 
 
 @functools.lru_cache(maxsize=256)
@@ -162,6 +166,8 @@ def _learner_lines(stop, frame=None) -> tuple[int | None, str, tuple[int, str] |
     helper = any(not f.f_code.co_name.startswith("<") for f in learner[:-1])
     return *lines[0], (lines[1] if helper else None)
 
+
+_SMALL_KEPT = 16  # the vectors and numbers kept for record_of: the last few made
 
 # ops whose result holds the same numbers as their input, laid out another way (or a part of them)
 _SAME_NUMBERS = {
@@ -334,6 +340,7 @@ class _Recorder(TorchFunctionMode):
         self.read_after: set[str] = set()  # the changed inputs an op read after the change
         self.stop = stop  # the code object of trace_call: frames above it are not the learner's
         self.made: list = []
+        self.small: collections.deque = collections.deque(maxlen=_SMALL_KEPT)
         self.families: dict[int, int] = {}  # id of a tensor made here -> its family
         self.index: dict[int, int] = {}  # id of a tensor made here -> its latest record
         self.watch = {id(t) for t in watch}  # the weight matrices passed in, as given
@@ -414,6 +421,11 @@ class _Recorder(TorchFunctionMode):
                 self.made.append((t, record))
                 self.families[id(t)] = family
                 self.bytes += copy.nbytes + t.numel() * t.element_size()
+            elif isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel() <= 4096:
+                copy = t.detach().to(torch.float32, copy=True)  # a vector or a number: kept
+                lines = _learner_lines(self.stop)  # apart, the last few only (a loop of sums
+                self.small.append((t, Record(copy, name, *lines, family=family, parents=parents,
+                                             dtype=t.dtype)))  # costs nothing)  # fmt: skip
         if self.max_bytes is not None and self.bytes > self.max_bytes and guard is not None:
             guard.halt("memory", sys._getframe(1))
         return out
@@ -531,5 +543,5 @@ def trace_call(
         result, error, records, at, failed, recorder.made, stopped, recorder.changed,
         reseeded=place, lines_run=frozenset(guard.lines_run),
         failed_shapes=recorder.failed_shapes if error is not None else (),
-        read_after_change=frozenset(recorder.read_after),
+        read_after_change=frozenset(recorder.read_after), small=tuple(recorder.small),
     )  # fmt: skip

@@ -7,6 +7,7 @@ import torch
 from helpers.diagnose import check_exercise
 from helpers.induction import induction_scores
 from helpers.mistakes import INDUCTION_MISTAKES, SLIPS, induction_stages
+from tests.messages import marked, says
 
 
 def _learner(style: str = "index", mistake: str | None = None):
@@ -85,10 +86,11 @@ def test_18_one_number_for_all_heads_gets_the_shape_message():
     def over_heads(maps):
         n = maps.size(-1) // 2
         t = torch.arange(n, 2 * n)
-        return maps[:, :, t, t - n + 1].mean()
+        return maps[:, :, t, t - n + 1].mean()  # <-
 
     result = check_exercise(over_heads, "induction_score", echo=False)
-    assert result.message == "✗ Expected shape (3,), got ()."
+    assert result.message.startswith("✗ Expected shape (3,), got ().")
+    says(result.message, f"is made on line {marked(over_heads)}: `return maps[")
 
 
 def test_18_the_reference_agrees_with_the_courses_score_where_both_apply():
