@@ -2525,12 +2525,48 @@ def _safe_explain(
     try:
         made = [_Run(records, stages_of) for records, stages_of in runs]
         findings = _explain(made, candidates, outside, written, swapped)
+        findings = _last_step_alone(findings, made)
         findings = [_values_made_from_keys(f, made, fn) for f in findings]
         findings = [_mask_made_elsewhere(f, fn, made) for f in findings]
         findings = [_fill_as_written(f) for f in findings]
         return [_names_made_elsewhere(f, fn, made) for f in findings]
     except Exception:  # noqa: BLE001
         return []
+
+
+def _last_step_alone(findings: list[Finding], runs: list[_Run]) -> list[Finding]:
+    """W^O named as missing where it is not: the learner's heads put side by side equal the
+    reference's on a line of their own, and the output made from them is not them (`merged @
+    w_v.T`: another matrix in W^O's place). Then the heads side by side were not "the output",
+    and what differs is the last step alone: one finding there, with the line it reads."""
+    if not any(f.mistake == "w_o_missing" for f in findings):
+        return findings
+    run = runs[0]
+    merged, final = run.reference.get("merged"), run.records[-1]
+    if merged is None or _same(final.tensor, merged):
+        return findings
+    made = [r for r in run.records[:-1] if r.where and r.tensor.shape == merged.shape
+            and _same(r.tensor, merged)]  # fmt: skip
+    out = run.reference.get("out")
+    if not made or out is None or final.tensor.shape != out.shape:
+        return findings
+    record = _made_at_records(run.records)
+    if record.lineno == made[-1].lineno:  # on one line with the heads side by side: as it was
+        return findings
+    last = [r for r in run.records[:-1]
+            if r.lineno == record.lineno and r.tensor.shape == out.shape]  # fmt: skip
+    if not last or not any(run.records[j] is made[-1] for j in last[-1].parents):
+        return findings  # not made from them directly: as it was
+    gap = (final.tensor - out).abs()
+    detail = (
+        f"largest difference {gap.max().item():.3g}; the heads put back side by side that it is "
+        f"made from, on {made[-1].where}, equal the reference's"
+    )
+    hint = (
+        "look at this last step: which matrix, in which layout, should multiply the heads side "
+        "by side?"
+    )
+    return [Finding(None, "out", record, detail=detail, hint=hint)]
 
 
 def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:

@@ -104,3 +104,38 @@ def test_a_slip_in_what_a_bare_return_returns_is_placed_where_it_is_made():
     line = marked(split_interleaved_then_returned)
     says(result.message, "heads_split_interleaved", f"Where: line {line}:")
     assert f"line {line + 1}: `return blocks`" not in result.message
+
+
+def cross_attention_w_v_in_w_os_place(x, context, w_q, w_k, w_v, w_o, num_heads):
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
+    k, v = ((context @ w.T).view(B, T_k, num_heads, d_k).transpose(1, 2) for w in (w_k, w_v))
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    merged = (weights @ v).transpose(1, 2).reshape(B, T_q, d_model)  # right
+    return merged @ w_v.T  # <-
+
+
+def cross_attention_without_w_o(x, context, w_q, w_k, w_v, w_o, num_heads):
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
+    k, v = ((context @ w.T).view(B, T_k, num_heads, d_k).transpose(1, 2) for w in (w_k, w_v))
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    merged = (weights @ v).transpose(1, 2).reshape(B, T_q, d_model)
+    return merged
+
+
+def test_another_matrix_in_w_os_place_is_not_called_a_missing_w_o():
+    """The eighth trial's one false message: W^O called missing and the right heads side by side
+    called different. Now the last step alone, with the line of what it reads; the wrong object,
+    W^O really left out, keeps its name."""
+    fn = cross_attention_w_v_in_w_os_place
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert not result.ok
+    says(result.message, f"Where: line {marked(fn)}:",
+         f"made from, on line {marked(fn, '# right')}:", "equal the reference's")  # fmt: skip
+    assert "w_o_missing" not in result.message
+    assert "put back side by side differ" not in result.message
+    result = check_exercise(cross_attention_without_w_o, "cross_attention", echo=False)
+    says(result.message, "w_o_missing")
