@@ -1791,6 +1791,13 @@ _EXERCISE_WORDS: dict[str, dict[str, str]] = {
 }
 
 
+def _only_lays_out(record: Record | None) -> bool:
+    """Whether `record`'s line only lays numbers out anew or joins them: its calls are such steps
+    and it has no operator that computes (`return torch.cat(outs, dim=1)`)."""
+    code = record.code if record is not None else ""
+    return _only_layout_calls(code) and not re.search(r"[+*/@%]|-(?!\d)", code)
+
+
 def _entry(
     finding: Finding,
     indent: str,
@@ -1824,6 +1831,12 @@ def _entry(
             words = "weights"  # not "the softmax of the scores": there is none on its line
             hint = "look at how this line turns the scores into weights: which function, over "
             hint += "which dim?"
+        if _only_lays_out(record):  # a reshape, a cat: the line has no product to look at
+            hint = hint.replace(
+                "look at what the weights multiply on this line",
+                "look at what the weights multiply, where it is made: this line multiplies "
+                "nothing, it only lays out or joins the heads it is given",
+            )
         if "another order" in finding.detail and finding.stage != "merged":
             hint = ("the same numbers in another order: look at which head, token or feature "
                     "each place of this line's result gets (an index, a loop's order, a "
@@ -1908,6 +1921,15 @@ def _entry(
             f"{indent}  {who} read{'s' if finding.source is None else ''} values set on {listed}, "
             "for which the check has no reference value, so the slip may be there or on this line."
         )
+        numbers = [m.group(1) for m in map(re.compile(r"line (\d+)").match, finding.made_elsewhere)
+                   if m]  # fmt: skip
+        if numbers:
+            which = (
+                f"lines {', '.join(numbers[:-1])} and {numbers[-1]}, which set"
+                if len(numbers) > 1
+                else f"line {numbers[0]}, which sets"
+            )
+            hint = f"{hint} Then look at {which} values it reads."
     return head, [*lines, f"{indent}Hint: {hint}"]
 
 
@@ -2390,6 +2412,32 @@ def _shape_hint(got: tuple, expected: tuple) -> str:
     return ""
 
 
+def _shape_reading(trace: Trace, out: torch.Tensor, stages: dict, args: dict) -> str:
+    """For an output of the wrong shape: ' It equals the reference's weights (…), of that shape;
+    it is made on line 13: `…`.' when its numbers are a step of the reference's (in one of the
+    step's layouts); ' Its shape is that of the input x; …' when it has an input's shape; else
+    where the shape first goes wrong (_shape_origin); '' if none of these is known."""
+    made = trace.record_of(out)
+    at = f"; it is made on {made.where}" if made is not None and made.where else ""
+    for name, value in stages.items():
+        if name == "out" or not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            continue
+        if any(_same(out, form) for form in _forms(value, KINDS.get(name, "out"))):
+            words = STAGE_WORDS.get(name, name)
+            return (
+                f" Your output holds the reference's {words}, a step on the way to the output"
+                f"{at}: is that the tensor to return, or does a step after it not happen?"
+            )
+    inputs = [n for n, a in args.items() if isinstance(a, torch.Tensor) and a.shape == out.shape]
+    if inputs and at:
+        named = " or ".join(f"`{n}`" for n in inputs)
+        return (
+            f" Its shape is that of the input {named}{at}: which tensors does that line "
+            "multiply or return?"
+        )
+    return _shape_origin(trace, out, stages, args)
+
+
 def _shape_origin(trace: Trace, out: torch.Tensor, stages: dict, args: dict) -> str:
     """' Following your output back, …': the earliest line on the output's way whose tensor has a
     shape that no input and no step of the reference has (in any of its layouts), reached through
@@ -2457,6 +2505,12 @@ def _numeric_problem(
         first = next((r for r in records if r.tensor.isnan().any()), None)
         where = f" The first NaN is made on {first.where}." if first and first.where else ""
         rows = _rows_all_minus_inf(first, records)
+        infinite = "" if rows else _infinite_input(first, records)
+        if infinite:
+            return (
+                f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
+                f"{where} {infinite}"
+            )
         if rows:
             given = "the check's mask leaves every query at least one key, so " if masked else ""
             return (
@@ -2478,6 +2532,34 @@ def _numeric_problem(
             f"digits, too few to match the reference (float32) within {ATOL:.0e}. Hint: keep "
             "every tensor in float32 on that line."
         )
+    return ""
+
+
+def _infinite_input(first: Record | None, records: list[Record]) -> str:
+    """For the op that makes the first NaN: 'Its input, made on line 12: `…`, holds +∞ in 20
+    places: …' when an input it reads holds +∞ (a softmax: ∞ − ∞) or ±∞ (any other op); ''
+    when none does (then the NaN comes from elsewhere: 0/0, a square root, …)."""
+    if first is None:
+        return ""
+    softmax = "softmax" in first.op
+    for j in first.parents:
+        given = records[j]
+        if not given.dtype.is_floating_point:
+            continue
+        plus = int((given.tensor == float("inf")).sum())
+        both = int(given.tensor.isinf().sum())
+        count = plus if softmax else both
+        if not count:
+            continue
+        where = f", made on {given.where}," if given.where else ""
+        sign = "+∞" if softmax or both == plus else "±∞"
+        why = (
+            "a softmax row that holds +∞ computes ∞ − ∞, which is NaN. Hint: to keep a key out, "
+            "fill its score with −∞ (or a large negative number), not +∞."
+            if softmax
+            else "∞ − ∞, 0·∞ and ∞/∞ are NaN. Hint: look at where those ∞ come from."
+        )
+        return f"Its input{where} holds {sign} in {count} place{'s' if count > 1 else ''}: {why}"
     return ""
 
 
@@ -3027,11 +3109,29 @@ def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str 
         )
     if not _same(out, expected):
         diff = (out.detach().float() - expected).abs().nan_to_num(float("inf"))
+        factor = _constant_factor(out, expected)
+        scaled = (
+            f"; it is the reference's times {factor:.3g} in every entry, as if a factor that "
+            "depends on the sizes (the scale?) were computed another way"
+            if factor is not None
+            else ""
+        )
         return (
             f"its output differs from the reference's{when} (largest difference "
-            f"{float(diff.max()):.3g})."
+            f"{float(diff.max()):.3g}){scaled}."
         )
     return ""
+
+
+def _constant_factor(out: torch.Tensor, expected: torch.Tensor) -> float | None:
+    """c when `out` is `expected` times one number c ≠ 1 in every entry (least squares, then
+    checked entry by entry); else None."""
+    o, e = out.detach().double(), expected.detach().double()
+    if not (o.isfinite().all() and e.isfinite().all()) or not e.abs().sum():
+        return None
+    c = float((o * e).sum() / (e * e).sum())
+    close = torch.allclose(o, c * e, atol=ATOL, rtol=1e-4)
+    return c if close and abs(c - 1) > 1e-3 and c != 0 else None
 
 
 def _per_head_args(args: dict) -> dict:
@@ -3121,7 +3221,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             )
             if not _shape_hint(tuple(out.shape), tuple(expected.shape)):
                 stages = attention_stages(**run_args)
-                message += _shape_origin(trace, out, stages, call_args)
+                message += _shape_reading(trace, out, stages, call_args)
             return _verdict(False, message, echo, note=note)
         results[label] = (trace, out, extra, expected)
     returned = [t.result for t, _, _, _ in results.values()
@@ -3439,7 +3539,7 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
                 f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
             )
         if out is not None and order is None:  # where the shape first goes wrong
-            message += _shape_origin(trace, out, stages_of(**args), args)
+            message += _shape_reading(trace, out, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
         return _verdict(False, _changed_in_place(trace), echo, note=plain_note)

@@ -577,6 +577,10 @@ def test_the_cross_attention_exercise_names_the_mix_ups(mistake):
     what, hint = MISTAKES[mistake]
     head, where, hint_line = _own_lines(result.message)
     assert head == f"✗ This looks like a known mistake ({mistake}): {what}."
+    # the lines that set a value the line reads (here the test's table of divisors) are added
+    hint_line = re.sub(
+        r" Then look at lines? [\d, and]+, which sets? values it reads\.", "", hint_line
+    )
     assert where.startswith("  Where: line ") and hint_line == f"  Hint: {hint}"
 
 
@@ -649,6 +653,10 @@ def test_the_head_scores_exercise_names_each_mistake(mistake):
         hint += "."
     head, where, hint_line = _own_lines(result.message)
     assert head == f"✗ This looks like a known mistake ({mistake}): {what}."
+    # the lines that set a value the line reads (here the test's table of divisors) are added
+    hint_line = re.sub(
+        r" Then look at lines? [\d, and]+, which sets? values it reads\.", "", hint_line
+    )
     assert where.startswith("  Where: line ") and hint_line == f"  Hint: {hint}"
 
 

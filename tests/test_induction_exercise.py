@@ -1,6 +1,8 @@
 """18's exercise, a head's induction score from its maps: every correct style gets ✓, each
 catalogued mistake is named with its line, and what no mistake explains is said plainly."""
 
+import re
+
 import pytest
 import torch
 
@@ -67,6 +69,10 @@ def test_18_each_mistake_is_named_with_its_line(mistake):
         "induction_with_a_first_half_query": "maps.diagonal(offset=1 - n",
     }.get(mistake, "return")
     assert where.startswith("  Where: line ") and made_on in where, where
+    # the lines that set a number the line reads (n = T // 2) may be added
+    hint_line = re.sub(
+        r" Then look at lines? [\d, and]+, which sets? values it reads\.", "", hint_line
+    )
     assert hint_line == f"  Hint: {hint}"
 
 
