@@ -1,4 +1,4 @@
-# The course's commands, for those who have make. Each calls `python -m helpers.course`, which does
+# The course's commands, for those who have make. Each calls `python -m course`, which does
 # the same on Windows, macOS and Linux without make (see its docstring, or the README).
 #   make lab        install the course in .venv/ (first time), start JupyterLab on my-notebooks/
 #                   (a working copy of notebooks/; SERVE=notebooks serves notebooks/ itself)
@@ -13,7 +13,7 @@
 #                   EXERCISES=01,03: the exercises set, else those half the class handed in)
 
 PYTHON ?= python3
-COURSE := $(PYTHON) -m helpers.course
+COURSE := $(PYTHON) -m course
 PORT ?= 8888
 CULL_IDLE ?= 1200
 NOTEBOOKS ?= notebooks

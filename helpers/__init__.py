@@ -3,10 +3,10 @@
 - `helpers.attention`: the attention math (one head, per-head, fused).
 - `helpers.layouts`: exact weight conversions between those layouts and PyTorch's.
 - `helpers.checks`: the ✓ checks the notebooks print.
-- `helpers.course`: the course's commands (`python -m helpers.course lab`), standard library only.
 
-`import helpers` imports nothing else, so `python -m helpers.course` runs with the system's Python
-before the course's packages are installed; `helpers.attention` and the others load on first use.
+`import helpers` imports nothing else: the course's commands (the `course` package) run with the
+system's Python before the course's packages are installed. `helpers.attention` and the others
+load on first use.
 """
 
 import importlib

@@ -216,7 +216,7 @@ class AttentionView(anywidget.AnyWidget):
 
     def static_state(self) -> dict:
         """Everything the browser's view reads, as JSON (the float32 maps in base64): for a page
-        with no kernel (`helpers.site`), which draws the same frames with the same JavaScript."""
+        with no kernel (`course.site`), which draws the same frames with the same JavaScript."""
         frames, blocks, buffer = self._pack(self._frames, self._blocks)
         skip = {"buffer", "frames", "blocks", "layout", "tabbable", "tooltip", "comm"}
         traits = {

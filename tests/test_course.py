@@ -1,5 +1,6 @@
-"""helpers.course, the entry point: its paths on each OS, its install steps, and the working copy
-that lets a student run and edit notebooks while `git pull` still brings course updates."""
+"""course.commands, the entry point (python -m course): its paths on each OS, its install steps,
+and the working copy that lets a student run and edit notebooks while `git pull` still brings
+course updates."""
 
 import json
 import shutil
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import course
+from course import commands as course
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +39,7 @@ def test_python_311_to_314_are_accepted_and_others_told_what_to_do(version, ok):
     problem = course.check_python(version)
     assert (problem is None) == ok
     if not ok:
-        assert "Python 3.11 to 3.14" in problem and "py -3.13 -m helpers.course lab" in problem
+        assert "Python 3.11 to 3.14" in problem and "py -3.13 -m course lab" in problem
 
 
 def test_the_fingerprint_follows_the_pins_content_not_their_dates(tmp_path):
@@ -200,7 +201,7 @@ def test_lab_serves_the_working_copy_unless_told_a_folder():
     assert course.WORKING_COPY == ROOT / "my-notebooks"
     assert "/my-notebooks/" in (ROOT / ".gitignore").read_text()
     help_text = subprocess.run(
-        [sys.executable, "-m", "helpers.course", "lab", "--help"],
+        [sys.executable, "-m", "course", "lab", "--help"],
         capture_output=True, text=True, cwd=ROOT,
     ).stdout  # fmt: skip
     assert "--serve DIR" in help_text
@@ -209,7 +210,7 @@ def test_lab_serves_the_working_copy_unless_told_a_folder():
 def test_the_entry_point_runs_with_a_bare_python(tmp_path):
     """No course package is needed to start it: `import helpers` imports nothing else."""
     run = subprocess.run(
-        [sys.executable, "-S", "-c", "import helpers, helpers.course, sys; "
+        [sys.executable, "-S", "-c", "import course, course.commands, sys; "
          "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy')))"],
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
@@ -281,7 +282,16 @@ def test_lab_serves_the_exercises_as_skeletons_unless_asked_for_the_solutions():
                 solved += 1
     assert solved >= 9  # every exercise of the course
     help_text = subprocess.run(
-        [sys.executable, "-m", "helpers.course", "lab", "--help"],
+        [sys.executable, "-m", "course", "lab", "--help"],
         capture_output=True, text=True, cwd=ROOT,
     ).stdout  # fmt: skip
     assert "--solutions" in help_text
+
+
+def test_the_old_entry_point_still_runs_and_says_the_new_command():
+    run = subprocess.run(
+        [sys.executable, "-m", "helpers.course", "lab", "--help"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0 and "--serve DIR" in run.stdout
+    assert "the command is now: python -m course lab --help" in run.stderr

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import grade, report, sandbox
-from helpers.grade import EXERCISES
+from course import grade, report, sandbox
+from course.grade import EXERCISES
 from tests.report_cases import (
     BAD_CODE,
     LOOP,

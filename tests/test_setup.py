@@ -100,7 +100,7 @@ def test_nbval_run_fails_when_no_notebook_is_collected(tmp_path):
 
 
 def test_every_install_step_uses_the_project_venv_and_the_torch_pin():
-    from helpers.course import install_steps, venv_python
+    from course.commands import install_steps, venv_python
 
     python = str(venv_python())
     for what, command in install_steps(test_tools=True):
@@ -111,7 +111,7 @@ def test_every_install_step_uses_the_project_venv_and_the_torch_pin():
 
 
 def test_lab_installs_the_course_only_and_test_adds_the_tools():
-    from helpers.course import install_steps, lab_command, test_commands
+    from course.commands import install_steps, lab_command, test_commands
 
     lab = " ".join(" ".join(command) for _, command in install_steps())
     test = " ".join(" ".join(command) for _, command in install_steps(test_tools=True))
@@ -126,10 +126,10 @@ def test_lab_installs_the_course_only_and_test_adds_the_tools():
 
 
 def test_make_targets_call_the_entry_point():
-    for target, expected in [("lab", "-m helpers.course lab"), ("test", "-m helpers.course test"),
-                             ("nbval", "helpers.course test --only nbval"),
-                             ("student", "-m helpers.course student"),
-                             ("site", "-m helpers.course site")]:  # fmt: skip
+    for target, expected in [("lab", "-m course lab"), ("test", "-m course test"),
+                             ("nbval", "-m course test --only nbval"),
+                             ("student", "-m course student"),
+                             ("site", "-m course site")]:  # fmt: skip
         dry = subprocess.run(
             ["make", "--dry-run", target], capture_output=True, text=True, cwd=ROOT
         )

@@ -1,4 +1,4 @@
-"""helpers.site: the static site's pages carry every notebook's cells and outputs, nothing from
+"""course.site: the static site's pages carry every notebook's cells and outputs, nothing from
 elsewhere, and each panel's frames for every setting its controls reach, equal to what the live
 panel computes; a training curve as its last picture; budgets that stop the build. Built here for
 four notebooks (the whole site: `make site`, 82 s; the browser side: tests/browser/test_site.py)."""
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import site
+from course import site
 from helpers.panels import HeadsExplorer
 
 PAGES = ["00_setup_check", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]

@@ -273,7 +273,7 @@ class _Panel(widgets.VBox):
         self.view.add_frame(key, frame)
 
     def static_state(self) -> dict:
-        """The panel for a page with no kernel (`helpers.site`): the frames of every setting its
+        """The panel for a page with no kernel (`course.site`): the frames of every setting its
         controls can reach (computed and checked as in the notebook), the view's state, and its
         controls row by row. Text boxes and other inputs that need Python are described as such."""
         for setting in self._reachable(self.setting, 10**6):

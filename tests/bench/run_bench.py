@@ -196,12 +196,12 @@ def first_visits_in_browser() -> dict:
 
 
 def site_pages() -> dict:
-    """The static site (helpers.site) from a local server: when a page's panels are ready (ms
+    """The static site (course.site) from a local server: when a page's panels are ready (ms
     after navigation starts, target <= 1500), and key press -> new maps painted on 03's and 17's
     sliders and 15's buttons, no kernel anywhere (target: median <= 20 ms)."""
     import tempfile
 
-    from helpers import site
+    from course import site
     from tests.browser.lab import chromium_page, static_server
 
     pages = ["03_per_head_projections", "04_block_matrix", "12_real_model_heads", "15_shared_kv",
@@ -400,7 +400,7 @@ def class_report(students: int = 300) -> dict:
     import resource
     import tempfile
 
-    from helpers import grade, report, sandbox
+    from course import grade, report, sandbox
     from tests.report_cases import make_class
 
     with tempfile.TemporaryDirectory() as folder:

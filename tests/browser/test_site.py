@@ -6,7 +6,7 @@ what needs Python says so."""
 
 import pytest
 
-from helpers import site
+from course import site
 from helpers.panels import HeadsExplorer, SharedKVExplorer
 from tests.browser.lab import SCREENSHOTS, static_server
 

@@ -1,4 +1,4 @@
-"""The course as a static site: `python -m helpers.course site` (or `make site`) writes site/,
+"""The course as a static site: `python -m course site` (or `make site`) writes site/,
 an index and one page per notebook, in course order, that open from any static web server or
 straight from the disk (file://), with nothing fetched from elsewhere.
 
@@ -220,10 +220,7 @@ def _nav(pages: list[Page], i: int | None, live: str) -> str:
 
 def live_links(name: str | None, binder: str | None) -> str:
     """How to run a notebook for real: on Binder (when the repository is known), or locally."""
-    local = (
-        "locally: <code>python3 -m helpers.course lab</code> (Windows: <code>py -m helpers.course "
-        "lab</code>)"
-    )
+    local = "locally: <code>python3 -m course lab</code> (Windows: <code>py -m course lab</code>)"
     if not binder:
         return f"Run it live {local}, in the course's folder (see its README)"
     target = f"lab/tree/notebooks/{name}.ipynb" if name else "lab/tree/notebooks"
@@ -475,7 +472,7 @@ def report(out: Path, pages: list[Page], seconds: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.site", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m course.site", description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "site")
     parser.add_argument("--binder", default=os.environ.get("COURSE_BINDER"),
                         help="owner/repository on GitHub, for the pages' Binder links")  # fmt: skip

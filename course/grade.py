@@ -4,9 +4,9 @@
 notebook each one is (`identify`), takes from it the code the exercise needs (`extract`: its
 imports, functions, classes and constant assignments, never its other statements) and runs the
 notebook's own check on the exercise's function (`EXERCISES`) in a separate process confined by
-`helpers.sandbox`. It returns one `Result` per student and exercise.
+`course.sandbox`. It returns one `Result` per student and exercise.
 
-Processes: the grader starts a few workers (`python -m helpers.grade --worker`, one per core, with
+Processes: the grader starts a few workers (`python -m course.grade --worker`, one per core, with
 a scrubbed environment); each imports torch and the checker once, then forks a fresh child per
 notebook, which confines itself before it runs anything from the submission. A child that runs too
 long is killed (its exercise: time-out; the next exercises of the notebook run in a new child). A
@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from helpers import sandbox
+from course import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_BYTES = 20 << 20  # a submitted notebook larger than this is not read
@@ -443,6 +443,7 @@ def readable_paths() -> list[str]:
 
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              *site.getsitepackages(), sysconfig.get_paths()["stdlib"], str(ROOT / "helpers"),
+             str(ROOT / "course"),
              "/usr/lib", "/usr/lib64", "/lib", "/lib64", "/etc/ld.so.cache"]  # fmt: skip
     return list(dict.fromkeys(p for path in paths for p in (path, os.path.realpath(path))))
 
@@ -582,7 +583,7 @@ def course_imports(notebooks: Path = ROOT / "notebooks") -> list[str]:
 
 
 def worker() -> None:
-    """`python -m helpers.grade --worker`: read jobs (one JSON line each) on stdin, answer each
+    """`python -m course.grade --worker`: read jobs (one JSON line each) on stdin, answer each
     with one JSON line on stdout."""
     import importlib
 
@@ -631,7 +632,7 @@ def _environment(home: str) -> dict[str, str]:
 class _Worker:
     def __init__(self, home: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "helpers.grade", "--worker"],
+            [sys.executable, "-m", "course.grade", "--worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=home, env=_environment(home), text=True, encoding="utf-8",
         )  # fmt: skip
@@ -864,5 +865,5 @@ if __name__ == "__main__":
         worker()
     else:
         raise SystemExit(
-            "usage: python -m helpers.report SUBMISSIONS (this module's workers run with --worker)"
+            "usage: python -m course.report SUBMISSIONS (this module's workers run with --worker)"
         )

@@ -1,4 +1,4 @@
-// The course's panels on a page with no kernel (helpers.site). Each panel gets its controls and
+// The course's panels on a page with no kernel (course.site). Each panel gets its controls and
 // its view, drawn by the course's own attention_view.js from the frames the page carries
 // (window.COURSE_PANELS, written by the build with the same code and checks as the notebook).
 // A control moves the view's trait as jslink does in JupyterLab; nothing is computed here.

@@ -1,8 +1,8 @@
 """`make report SUBMISSIONS=folder`: which mistakes a class made, from its submitted notebooks.
 
-    python -m helpers.report SUBMISSIONS [--out report] [--pseudonymise] [--workers N]
+    python -m course.report SUBMISSIONS [--out report] [--pseudonymise] [--workers N]
 
-grades every submitted notebook with the course's checker (`helpers.grade`, each notebook in its
+grades every submitted notebook with the course's checker (`course.grade`, each notebook in its
 own confined process) and writes, into --out (default report/):
 
 - report.html: per exercise, how many students are right, each named mistake with its count and
@@ -36,8 +36,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from helpers import grade, sandbox
-from helpers.grade import EXERCISES, STATUSES, Result
+from course import grade, sandbox
+from course.grade import EXERCISES, STATUSES, Result
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_FILE = ROOT / ".report-key"
@@ -434,7 +434,7 @@ def exercise_names(text: str) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m helpers.report", description=__doc__.split(
+    parser = argparse.ArgumentParser(prog="python -m course.report", description=__doc__.split(
         "\n\n")[0])  # fmt: skip
     parser.add_argument("submissions", type=Path, help="the folder of submitted notebooks")
     parser.add_argument("--out", type=Path, default=Path("report"), help="default: report/")

@@ -1,0 +1,11 @@
+"""The course's tools: what a student, a teacher or an author runs, and no notebook imports.
+
+- `course.commands`: the entry point, `python -m course lab|test|student|notebooks|bench|site|
+  report` (standard library only: it runs with the system's Python, before .venv/ exists).
+- `course.site`: the static site (with `site_assets/`: the page template and the panels' loader).
+- `course.grade`: the checker run on submitted notebooks, each in `course.sandbox`'s confinement.
+- `course.report`: the class report made from those grades.
+
+Imports run one way: `course` may import `helpers` (the checker, the panels); `helpers` never
+imports `course` (tests/test_house.py holds both to it).
+"""
