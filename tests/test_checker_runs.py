@@ -18,7 +18,8 @@ import warnings
 import pytest
 import torch
 
-import helpers.diagnose as diagnose_module
+import helpers.checker.exercises as exercises_module
+import helpers.checker.run as run_module
 import helpers.trace as trace_module
 from helpers.diagnose import EXERCISES, check_exercise, diagnose
 
@@ -171,7 +172,7 @@ def test_the_line_in_a_helper_of_the_learners_says_where_it_was_called():
 
 
 def test_the_message_states_the_default_limit(monkeypatch):
-    monkeypatch.setattr(diagnose_module, "TIME_LIMIT", LIMIT)
+    monkeypatch.setattr(run_module, "TIME_LIMIT", LIMIT)
     result = check_exercise(spin, "one_head", echo=False)
     stopped_at(result, spin, "n += 1" if "n += 1" in result.message else "while True")
 
@@ -188,7 +189,7 @@ def test_a_right_answer_is_still_right_under_the_limits():
 
 
 def test_a_loop_that_piles_up_tensors_is_stopped_at_the_memory_bound(monkeypatch):
-    monkeypatch.setattr(diagnose_module, "TRACE_LIMIT_MB", 1)
+    monkeypatch.setattr(run_module, "TRACE_LIMIT_MB", 1)
     before = _state()
     result = check_exercise(allocate, "one_head", echo=False, time_limit=30)
     line = line_of(allocate, "kept.append")
@@ -233,7 +234,7 @@ def test_an_interrupt_while_the_check_compares_is_one_line(monkeypatch):
     def interrupt(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(diagnose_module, "_safe_explain", interrupt)
+    monkeypatch.setattr(exercises_module, "_safe_explain", interrupt)
     result = check_exercise(wrong, "one_head", echo=False)
     assert result.message == "■ Check stopped by you before it finished."
 
@@ -389,7 +390,7 @@ def test_the_check_never_changes_the_tensors_it_was_given(monkeypatch):
         **EXERCISES,
         "one_head": (lambda second=False: make_args(True) if second else given, stages_of, ()),
     }
-    monkeypatch.setattr(diagnose_module, "EXERCISES", fixed)
+    monkeypatch.setattr(exercises_module, "EXERCISES", fixed)
 
     def everything_in_place(x, w_q, w_k, w_v):
         x.mul_(0)
@@ -491,7 +492,7 @@ def test_a_stop_inside_a_loop_names_the_loop_around_it():
     the loop too, and every loop around it, the innermost first (an inner `for` that always ends
     may sit in the `while` that never does); on the loop's own line, or a line in no loop, it adds
     nothing."""
-    from helpers.diagnose import _enclosing_loops
+    from helpers.checker.run import _enclosing_loops
     from helpers.trace import Place
 
     body, header = line_of(spin, "n += 1"), line_of(spin, "while True")

@@ -620,7 +620,7 @@ def scores_learner(mistake=None, style="matmul"):
 
 def test_the_head_scores_reference_is_the_modules_scores_float64():
     from helpers.attention import attention_scores, split_heads
-    from helpers.diagnose import _head_scores_reference
+    from helpers.checker.exercises import _head_scores_reference
 
     torch.manual_seed(0)
     fused = FusedMultiHeadAttention(12, 3).double()
@@ -955,7 +955,8 @@ def test_a_warning_in_the_learners_code_is_shown_at_the_learners_line():
 
 
 def test_each_exercise_states_the_sizes_its_check_uses():
-    from helpers.diagnose import CHECK_SIZES, EXERCISES, _inputs, check_sizes
+    from helpers.checker.exercises import _inputs
+    from helpers.diagnose import CHECK_SIZES, EXERCISES, check_sizes
 
     assert set(CHECK_SIZES) == {*EXERCISES, "loop", "fused", "masked"}
     args = {name: make_args() for name, (make_args, _, _) in EXERCISES.items()}
@@ -1094,7 +1095,8 @@ def test_p5_right_weights_used_transposed_is_the_output_on_its_line(fn):
 
 
 def test_p5_a_hint_never_says_this_line_when_no_line_is_given():
-    from helpers.diagnose import Finding, _message
+    from helpers.checker.words import _message
+    from helpers.diagnose import Finding
 
     message = _message([Finding(None, "weights", None)])
     assert "cannot tell which line" in message and "this line" not in message, message
@@ -1324,8 +1326,9 @@ def test_no_message_for_a_wrong_attempt_hands_over_the_fix_as_code(name):
 
 
 def test_no_catalogued_hint_or_check_hint_hands_over_the_fix_as_code():
+    from helpers.checker.words import _EXERCISE_HINTS, STAGE_HINTS
     from helpers.checks import check_attention_rows, check_shape
-    from helpers.diagnose import _EXERCISE_HINTS, EXERCISE_OUT, STAGE_HINTS
+    from helpers.diagnose import EXERCISE_OUT
 
     texts = [t for pair in (*MISTAKES.values(), *SLIPS.values()) for t in pair]
     texts += [*STAGE_HINTS.values(), *(t for pair in EXERCISE_OUT.values() for t in pair)]

@@ -11,7 +11,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from helpers.diagnose import _inputs, _per_head_args, check_exercise, diagnose
+from helpers.checker.exercises import _inputs, _per_head_args
+from helpers.diagnose import check_exercise, diagnose
 from tests.messages import marked, says
 
 

@@ -1,0 +1,445 @@
+"""The engine: the first stage no learner tensor matches, the catalogued mistake that lets the most
+stages match, then on downstream (`_explain`); a departure no mistake explains is a difference."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+
+import torch
+
+from helpers.checker.compare import (
+    _CUTS,
+    _LATE_WORDS,
+    _MADE_LATE,
+    _MAX_FINDINGS,
+    _MOST_NEGATIVE,
+    _SCALING,
+    ATOL,
+    Finding,
+    _comparable,
+    _forms,
+    _Found,
+    _op,
+    _ratio,
+    _Run,
+    _same,
+    _same_in_some_form,
+    _vouched,
+)
+from helpers.checker.departures import (
+    _REWORK,
+    _contradicted,
+    _discarded,
+    _end_of_rework,
+    _heads_hint,
+    _kept_trial,
+    _outside_divisor,
+    _reworked,
+    _right_stages,
+    _scaled_elsewhere,
+    _scaled_stand_in,
+)
+from helpers.checker.locate import (
+    _blamed_input,
+    _changed_in,
+    _changed_input,
+    _cut_first,
+    _equals_other_stage,
+    _first_use,
+    _fused_call,
+    _layout_source,
+    _made_after_the_weights,
+    _made_at,
+    _made_at_records,
+    _made_in_place,
+    _merge_start,
+    _misplaced,
+    _missing_head,
+    _own,
+    _own_twin,
+    _right_until,
+    _role,
+    _same_line,
+    _transposed_input,
+    _unseen_lines,
+)
+from helpers.checker.scales import _scale_hint, _scale_of
+from helpers.checker.sources import _position
+from helpers.mistakes import (
+    DEPENDS,
+    HOME,
+    KINDS,
+    WRONG_NUM_HEADS,
+)
+from helpers.trace import Record
+
+
+def _departure(run: _Run) -> str:
+    """The stage where the learner's values first differ: the first stage no own record vouches
+    for that the learner made a tensor in place of (else the output)."""
+    vouched = _vouched(_own(run.found), run.stages)
+    return next(
+        (n for n in run.stages if n not in vouched and _made_in_place(n, run)), "out"
+    )  # fmt: skip
+
+
+def _explains_departure(run: _Run, stages: dict, found: _Found) -> bool:
+    """Whether a trial's stages, with the mistake made, explain the stage where the learner's
+    values first differ in a run that departs: a learner's record then matches it, or a later
+    one vouches for it."""
+    if "out" in run.found:
+        return False
+    return "out" in found or run.departs in _vouched(_own(found), stages)
+
+
+def _partly(kept: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """For a mistake made in some of q, k and v only: (those it is made in, those the learner
+    made right), else ((), ())."""
+    held = {
+        n.removesuffix("_heads") for _, _, keep in kept for n, t in keep.items() if t is not None
+    }
+    if not held:
+        return (), ()
+    made = {n.removesuffix("_heads") for _, _, keep in kept for n, t in keep.items() if t is None}
+    order = ("q", "k", "v")
+    return tuple(n for n in order if n in made - held), tuple(n for n in order if n in held)
+
+
+def _unused_mask(runs: list[_Run]) -> Record | None:
+    """The learner's masked_fill or torch.where whose result nothing uses, if any."""
+    for run in runs:
+        unused = _discarded(run.records)
+        for j, r in enumerate(run.records):
+            if j in unused and _op(r) in ("masked_fill", "where"):
+                return r
+    return None
+
+
+def _progress(found: _Found, stages: dict) -> int:
+    """How far the learner's records follow the stages: borrowed matches do not count."""
+    own = {name: i for name, i in found.items() if name not in found.borrowed}
+    return len(_vouched(own, stages)) + ("out" in found)
+
+
+def _where_named(name: str, before: dict, after: dict, found: _Found, records: list[Record]):
+    """(stage, record) where mistake `name` is made: its HOME stage if the learner's tensors match
+    it there, else the earliest stage it changes that they match (not through a borrowed record,
+    and not a stage it leaves equal to an earlier one)."""
+    own = {n: i for n, i in found.items() if n not in found.borrowed}
+    changed = [n for n in after if n not in before or not _same(before[n], after[n])]
+    home = HOME.get(name)
+    if home in changed and home in found.borrowed:  # k made with w_q: the record like q's, after it
+        taken = records[found[home]]
+        twins = [r for r in records[found[home] + 1 :]
+                 if r.tensor.shape == taken.tensor.shape and r.dtype.is_floating_point
+                 and (r.lineno != taken.lineno or r.family != taken.family)  # `q, k, v = ...`
+                 and _same(r.tensor, taken.tensor)]  # fmt: skip
+        if twins:
+            return home, twins[0]
+    if home in own and home in changed:
+        if home == "out" and name != "w_o_missing":  # `return out`: the line that made out
+            return home, _made_at_records(records)
+        return home, records[own[home]]
+    if name.startswith(WRONG_NUM_HEADS) and "out" in own:  # 03: the view that cuts, not return
+        family = records[own["out"]].family
+        cut = [r for r in records[:-1] if r.family == family and _op(r) in _CUTS]
+        if cut:
+            return "out", cut[0]
+    if name in _MADE_LATE and home in changed:  # made at its home or after, not before
+        changed = changed[changed.index(home) :] + changed[: changed.index(home)]
+    for skip_copies in (True, False):
+        for stage in changed:
+            copy = any(_same(after[d], after[stage]) for d in DEPENDS.get(stage, ()) if d in after)
+            if stage in own and not (skip_copies and copy):
+                made = _made_at_records(records) if own[stage] == len(records) - 1 else None
+                if made is not None and made.lineno != records[-1].lineno:  # `return blocks`:
+                    return stage, made  # the line that made blocks
+                return stage, records[own[stage]]
+    return (changed[0] if changed else "out"), None
+
+
+def _difference(
+    mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int = 1, head: int | None = None
+) -> str:
+    """'largest difference 0.781, most of all in head 1' between the learner's tensor and the
+    stage, in the form with the learner's shape; `head`: the head a loop's pass made mine for
+    (compared with that head's, not with the nearest of all heads')."""
+    forms = [f for f in _forms(value, KINDS[stage]) if f.shape == mine.shape]
+    if head is not None and value.dim() == 4 and head < value.shape[1]:
+        forms = [value[:, head]] if value[:, head].shape == mine.shape else forms
+    if not forms:
+        return f"shape {tuple(mine.shape)}, where the reference has {tuple(value.shape)}"
+    diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
+    diff, form = min(zip(diffs, forms), key=lambda pair: float(pair[0].max()))
+    text = f"largest difference {float(diff.max()):.3g}"
+    ratio = _ratio(mine, form)
+    if ratio is not None and stage in ("scores", "xw", "out"):
+        return f"yours are the reference's × {ratio:.3g}: the same numbers at another scale"
+    hidden, theirs = _comparable(mine) <= _MOST_NEGATIVE, _comparable(form) <= _MOST_NEGATIVE
+    if (hidden != theirs).any():  # -inf against a number: say which entries, not 1e4
+        extra, missing = int((hidden & ~theirs).sum()), int((theirs & ~hidden).sum())
+        parts = [_entries(extra, "masked that the reference keeps") if extra else "",
+                 _entries(missing, "kept that the reference masks") if missing else ""]  # fmt: skip
+        text = ", ".join(part for part in parts if part)
+        filled = _comparable(mine)[theirs & ~hidden].unique() if missing else None
+        if filled is not None and filled.numel() == 1:  # one finite number where -inf belongs
+            parts[1] = _entries(missing, "that the reference masks")
+            parts[1] += f" hold {float(filled):g} in yours, a finite number"
+            text = ", ".join(part for part in parts if part)
+        diff = (hidden != theirs).float()
+    elif KINDS[stage] in ("maps", "out") and _transposed_of(mine, form):
+        return "yours are the reference's transposed: rows and columns swapped"
+    elif _reordered(mine, form):
+        order = ": the same numbers as the reference's, in another order"
+        if KINDS[stage] == "out":
+            where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+            return f"{text}, at index {where}{order}"
+        return f"{text}{order}"
+    if KINDS[stage] == "out":
+        where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+        return f"{text}, at index {where}"
+    if diff.dim() == 4 and mine.shape == value.shape and value.shape[1] > 1:
+        return f"{text}, {_which_heads(diff.amax(dim=(0, 2, 3)))}"
+    if KINDS[stage] == "tokens" and heads > 1 and mine.shape == value.shape:  # (B, T, h·d_k)
+        return f"{text}, {_which_heads(diff.unflatten(-1, (heads, -1)).amax(dim=(0, 1, 3)))}"
+    return text
+
+
+def _pass(record: Record, run: _Run) -> int | None:
+    """Which pass of a loop over the heads made record (the i-th record of its line, op and
+    shape, when the line makes one per head), or None."""
+    heads = run.stages["q_heads"].shape[1] if "q_heads" in run.stages else 1
+    key = (record.lineno, record.op, tuple(record.tensor.shape))
+    siblings = [r for r in run.records if (r.lineno, r.op, tuple(r.tensor.shape)) == key]
+    if heads < 2 or len(siblings) != heads:
+        return None
+    return next((i for i, r in enumerate(siblings) if r is record), None)
+
+
+def _transposed_of(mine: torch.Tensor, form: torch.Tensor) -> bool:
+    """Whether mine is form with its last two dims swapped (and form is not symmetric)."""
+    if form.dim() < 2 or form.shape[-1] != form.shape[-2] or mine.shape != form.shape:
+        return False
+    return _same(mine, form.transpose(-2, -1)) and not _same(mine, form)
+
+
+def _reordered(mine: torch.Tensor, form: torch.Tensor) -> bool:
+    """Whether mine holds form's numbers, in another order."""
+    a, b = _comparable(mine).flatten().sort().values, _comparable(form).flatten().sort().values
+    return bool(a.isfinite().all()) and torch.allclose(a, b, atol=ATOL, rtol=0)
+
+
+def _alike(values: torch.Tensor) -> bool:
+    return float(values.max() - values.min()) <= ATOL
+
+
+def _entries(n: int, how: str) -> str:
+    return f"{n} {'entry' if n == 1 else 'entries'} {how}"
+
+
+def _which_heads(per_head: torch.Tensor) -> str:
+    """'only in heads 1, 2' when some heads are right, else 'most of all in head 1'."""
+    wrong = [i for i, d in enumerate(per_head.tolist()) if d > ATOL]
+    if len(per_head) > 1 and len(wrong) == len(per_head) and _alike(per_head):
+        return "in every head alike"
+    if 0 < len(wrong) < len(per_head):
+        return f"only in head{'s' if len(wrong) > 1 else ''} {', '.join(map(str, wrong))}"
+    return f"most of all in head {int(per_head.argmax())}"
+
+
+def _explain(
+    runs: list[_Run],
+    candidates: Iterable[str],
+    outside: Iterable[str] = (),
+    written: frozenset = frozenset(),
+    swapped: Callable[[], bool] | None = None,
+) -> list[Finding]:
+    """Every departure of the learner's records from the reference, in the order the code makes
+    them (see the module doc). A mistake must help in every run (without and with a mask): a
+    mask's -inf can make wrong numbers equal elsewhere."""
+    made: list[str] = []
+    findings: list[Finding] = []
+    stages_at: list[list[dict]] = []  # each finding's runs' stages when it was made
+    while len(findings) < _MAX_FINDINGS:
+        pending = [run for run in runs if "out" not in run.found]
+        if not pending:
+            break
+        scored, current = [], sum(_progress(run.found, run.stages) for run in runs)
+        for run in runs:  # what the learner's code makes right, and where it first departs
+            run.right, run.departs = _right_stages(run), _departure(run)
+        for name in candidates:
+            if name in made:
+                continue
+            try:
+                kept = [_kept_trial(run, (*made, name)) for run in runs]
+            except (RuntimeError, ValueError, IndexError):  # cannot happen with these shapes
+                continue
+            if None in kept:  # it would change a stage the learner's code makes right
+                continue
+            trials = [(stages, found) for stages, found, _ in kept]
+            if not any(_explains_departure(run, *t) for run, t in zip(runs, trials)):
+                continue  # it explains no stage where the learner's values first differ
+            if any(_reworked(run, *t) for run, t in zip(runs, trials)):
+                continue  # the learner did more to that tensor: the mistake does not explain it
+            if _contradicted(name, runs):
+                continue
+            if name in _SCALING and any(_scaled_elsewhere(run, *t) for run, t in zip(runs, trials)):
+                continue  # the learner scales q, k or W_QK: "the scores are divided by" is not it
+            score = sum(_progress(found, stages) for stages, found in trials)
+            if score > current:
+                scored.append((score, name, kept))
+        if scored:  # the mistake that explains most; of equals, the one made earliest in the code
+            top = max(score for score, _, _ in scored)
+            options = []
+            for _, name, kept in (option for option in scored if option[0] == top):
+                places = [
+                    _where_named(name, run.stages, stages, found, run.records)
+                    for run, (stages, found, _) in zip(runs, kept)
+                ]
+                stage, record = next((p for p in places if p[1] is not None), places[-1])
+                options.append((_position(record, runs), name, stage, record, kept))
+            position, name, stage, record, kept = min(options, key=lambda o: o[0])
+            trials = [(stages, found) for stages, found, _ in kept]
+            only, right = _partly(kept)
+            earlier = {HOME.get(m, "").removesuffix("_heads") for m in made}  # q from the context,
+            right = tuple(n for n in right if n not in earlier)  # found first: not "made right"
+            hint = ""
+            unused = _unused_mask(runs) if name == "mask_ignored" else None
+            if unused is not None:  # the mask is there, but its result is thrown away
+                record, position = unused, _position(unused, runs)
+                fn = "masked_fill" if _op(unused) == "masked_fill" else "torch.where"
+                hint = (
+                    f"{fn} returns a new tensor and leaves its input as it was: this line "
+                    "throws the result away, so the scores that go on from here are still "
+                    "unmasked."
+                )
+            stages_at.append([run.stages for run in runs])
+            made.append(name)
+            for run, (stages, found, keep) in zip(runs, kept):
+                run.stages, run.found = stages, found
+                run.given.update({n: t for n, t in keep.items() if t is not None})  # made right
+            upstream = _unseen_lines(name, stage, record, runs)
+            finding = Finding(name, stage, record, position=position, hint=hint, only=only)
+            if name in _MADE_LATE and record is not None and stage not in ("scores", HOME[name]):
+                finding = dataclasses.replace(finding, headline=_LATE_WORDS[name])
+            if record is not None and stage.removesuffix("_heads") in ("q", "k", "v"):
+                used_at = next(filter(None, (_first_use(record, stage, run) for run in runs)), "")
+                finding = dataclasses.replace(finding, used_at=used_at)  # k, v made, then swapped
+            findings.append(dataclasses.replace(finding, right=right, upstream=upstream))
+            continue
+        # a departure no known mistake explains: report it once (from the first run that shows
+        # it) and go on from the learner's own tensor in every run that departs there
+        first = pending[0]
+        special = [_missing_head(run) or _misplaced(run) for run in pending]
+        if special[0]:
+            stage, target, record, detail, hint = special[0]
+            stages_at.append([run.stages for run in runs])
+            finding = Finding(None, stage, record, detail, _position(record, runs), hint)
+            if "yours equal the reference's" in detail:  # made right, used in another's place?
+                finding = dataclasses.replace(finding, used_at=_first_use(record, stage, first))
+            findings.append(finding)
+            if stage == target and all(
+                s and s[1] == target and s[2].tensor.shape == run.stages[target].shape
+                for run, s in zip(pending, special)
+            ):  # a right tensor in the wrong place: go on from it
+                for run, s in zip(pending, special):
+                    run.given[target] = s[2].tensor
+                    run.stages, run.found = run.trial(tuple(made))
+                continue
+            break
+        unvouched = [n for n in first.stages if n not in _vouched(first.found, first.stages)]
+        stage = next((n for n in unvouched if _made_in_place(n, first)), "out")
+        scaled = _scaled_stand_in(first)  # W_QK made at another scale, then scaled again
+        if scaled is not None:
+            stage = scaled
+        departs, changed = stage, None if scaled else _changed_input(stage, first)
+        if (
+            changed
+            and first.records[changed[1]].family == first.records[first.found[changed[0]]].family
+            and _same_line(changed[1], departs, first)
+        ):  # `weights.mT @ v`: the right weights, rearranged on the line of the next step
+            changed = None
+        stage = changed[0] if changed else stage
+        if stage != "out" and _same_in_some_form(first.stages["out"], stage, first.stages[stage]):
+            stage = "out"  # one head and no W^O: what it makes is the output itself
+        target = _cut_first(stage, first)  # the stage whose tensor the learner made instead
+        followed = []
+        for run in pending:
+            i = _changed_in(target, departs, run) if changed and target == stage else None
+            i = _role(target, run.stages, run.found, run.records) if i is None else i
+            followed.append((run, run.records[i] if i is not None else None))
+        if target != "out" and _made_after_the_weights(target, followed[0][1], first):
+            stage = target = "out"  # no tensor of the learner's stands for that stage: say what
+            followed = [  # differs where it shows, the output
+                (run, run.records[i] if (i := _role("out", run.stages, run.found, run.records))
+                 is not None else None)
+                for run in pending
+            ]  # fmt: skip
+        record = followed[0][1]
+        if record is not None:  # k made with w_v: not v's own line, but the line like it
+            record = _own_twin(record, target, first)
+            if target == "weights":  # a softmax by hand: e = exp(s), then e / e.sum(...)
+                record = _end_of_rework(record, first)
+            followed[0] = (followed[0][0], record)
+        if record is not None and _same_in_some_form(record.tensor, target, first.stages[target]):
+            break  # the learner's tensor there is right: the departure is not one to name
+        if any(f.stage == stage and f.record is record for f in findings):
+            break  # said already
+        heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
+        detail = (
+            _difference(record.tensor, target, first.stages[target], heads, _pass(record, first))
+            if record
+            else ""
+        )
+        scale = _scale_of(record.tensor, target, first.stages[target]) if record else None
+        if scale is not None and (_op(record) in _REWORK or target == "w_qk"):
+            detail = f"yours are the reference's × {scale:.3g}: the same numbers at another scale"
+        alias = _equals_other_stage(record, target, first) if record else ""
+        detail = f"{detail}; {alias}" if detail and alias else detail or alias
+        hint = _right_until(first) if stage == "out" else ""
+        if stage in ("q", "k", "v") and record is not None and _transposed_input(record, first):
+            hint = "look at the line that makes it: which input and which weight does it use?"
+        if target in ("scores", "masked") and "masked that the reference keeps" in detail:
+            if "masked" not in first.stages:
+                hint = (
+                    "this line hides scores with a mask the check did not ask for: this call "
+                    "passes no mask, so every score should stay."
+                )
+            elif "kept that the reference masks" not in detail:
+                hint = (
+                    "look at the mask on this line: it hides scores that the check's mask keeps "
+                    "(True = may attend)."
+                )
+        if scale is not None and target not in ("scores", "masked", "weights", "out"):
+            hint = _scale_hint(record, first)
+        if target == "out" and not hint and "at another scale" in detail:
+            hint = (
+                "the same numbers at another scale: look at what the result is multiplied or "
+                "divided by on its way (a sum where a mean belongs, or another divisor)."
+            )
+        if "reference's transposed" in detail:
+            hint = (
+                "look at the order of the product and the transposes on this line: row a of the "
+                "scores holds query a's scores."
+            )
+        headline = ""
+        if record is not None and "scaled_dot_product_attention" in record.op:
+            headline, hint = _fused_call(record, target, first, hint)
+        shown = _merge_start(record, first) if target == "merged" and record else record
+        shown = _made_at(first) if target == "out" and record is not None else shown
+        stages_at.append([run.stages for run in runs])
+        findings.append(Finding(None, stage, shown, detail, _position(shown, runs), hint, headline))
+        if any(r is None or r.tensor.shape != run.stages[target].shape for run, r in followed):
+            break  # the learner's tensor is laid out another way: stop here
+        for run, r in followed:
+            run.given[target] = r.tensor
+            run.stages, run.found = run.trial(tuple(made))
+    findings = [_blamed_input(f, runs, at) for f, at in zip(findings, stages_at)]
+    findings = [_layout_source(f, runs) for f in findings]
+    findings = [_outside_divisor(f, runs[0], outside) or f for f in findings]
+    findings = [_heads_hint(f, runs[0], outside, written, swapped) for f in findings]
+    cut = next((f for f in findings if f.headline.startswith("{cut} cut into")), None)
+    if cut is not None:  # a cut into another number of heads: what follows it is not known
+        findings = [cut]
+    return sorted(findings, key=lambda f: f.position)
