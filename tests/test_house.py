@@ -43,3 +43,35 @@ def test_the_check_sees_an_import_the_wrong_way(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from course import grade\n    return grade\n")
     assert "course" in _imports(module) and "course.grade" in _imports(module)
+
+
+def test_the_checker_s_modules_import_one_another_without_a_circle():
+    """Each module of helpers/checker/ may use those below it; a circle would mean two modules that
+    are one. The wrong object: the same graph with one edge turned back makes a circle."""
+    folder = ROOT / "helpers" / "checker"
+    graph = {
+        path.stem: {n.split(".")[2] for n in _imports(path) if n.startswith("helpers.checker.")}
+        for path in folder.glob("*.py")
+        if path.stem != "__init__"
+    }
+    assert len(graph) >= 8 and _circle(graph) is None, _circle(graph)
+    first, second = next((a, b) for a, bs in graph.items() for b in bs)
+    assert _circle({**graph, second: graph[second] | {first}}) is not None
+
+
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A circle of imports in `graph` (module -> the modules it imports), or None."""
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def walk(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for other in sorted(graph.get(node, ())):
+            if state.get(other) == 1:
+                return [*path, node, other]
+            if other not in state and (found := walk(other, [*path, node])):
+                return found
+        state[node] = 2
+        return None
+
+    return next((c for node in sorted(graph) if node not in state for c in [walk(node, [])] if c),
+                None)  # fmt: skip
