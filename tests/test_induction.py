@@ -1,8 +1,8 @@
-"""Induction heads in a two-layer attention-only model, trained here (about 13 s each): the model
-copies, a previous-token head in layer 0 and induction heads in layer 1 are found by their scores,
-silencing either breaks the copying while another head does not, a one-layer model cannot
-complete the repeat, and the repeat's loss drops abruptly. Each claim check is also fed a wrong
-object."""
+"""Induction heads in a two-layer attention-only model, trained here (25–40 s each on the 2-core
+test machine): the model copies, a previous-token head in layer 0 and induction heads in layer 1
+are found by their scores, silencing either breaks the copying while another head does not, a
+one-layer model cannot complete the repeat, and the repeat's loss drops abruptly. Each claim
+check is also fed a wrong object."""
 
 import pytest
 import torch
