@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from helpers.checker.compare import ATOL, _same
+from helpers.checker.compare import _ratio, _same
 from helpers.checker.run import _traced, _unpack, _where_in_learner_code
 from helpers.checker.sizes import _COUNTS, _ORDINALS, CHECK_SIZES, _short_sizes
 
@@ -35,7 +35,7 @@ def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str 
         )
     if not _same(out, expected):
         diff = (out.detach().float() - expected).abs().nan_to_num(float("inf"))
-        factor = _constant_factor(out, expected)
+        factor = _ratio(out, expected)
         scaled = (
             f"; it is the reference's times {factor:.3g} in every entry, as if a factor that "
             "depends on the sizes (the scale?) were computed another way"
@@ -47,17 +47,6 @@ def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str 
             f"{float(diff.max()):.3g}){scaled}."
         )
     return ""
-
-
-def _constant_factor(out: torch.Tensor, expected: torch.Tensor) -> float | None:
-    """c when `out` is `expected` times one number c ≠ 1 in every entry (least squares, then
-    checked entry by entry); else None."""
-    o, e = out.detach().double(), expected.detach().double()
-    if not (o.isfinite().all() and e.isfinite().all()) or not e.abs().sum():
-        return None
-    c = float((o * e).sum() / (e * e).sum())
-    close = torch.allclose(o, c * e, atol=ATOL, rtol=1e-4)
-    return c if close and abs(c - 1) > 1e-3 and c != 0 else None
 
 
 def _numbers_in(fn: Callable, name: str) -> str:
