@@ -53,6 +53,40 @@ def test_a_cache_keyed_by_shape_is_caught_by_other_values_at_the_same_sizes():
         says(result.message, "other values at the same sizes", f"the dict {kept}")
 
 
+INVERTED_BY_LENGTH = {}
+
+
+def masked_attention_mask_kept_by_length(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    b, t, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(b, t, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)
+    if mask is not None:
+        hidden = INVERTED_BY_LENGTH.setdefault(t, ~mask.unsqueeze(1))
+        scores = scores.masked_fill(hidden, float("-inf"))
+    out = scores.softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(b, t, d_model) @ w_o.T
+
+
+def test_a_mask_kept_from_an_earlier_call_is_caught_by_another_mask_at_the_same_sizes():
+    """The call with other values at the same sizes brings another mask too (the tenth trial: a
+    mask cached by length got ✓ when that call reused the first mask). The wrong object: the
+    same code without its cache keeps its ✓."""
+    INVERTED_BY_LENGTH.clear()
+    result = diagnose(masked_attention_mask_kept_by_length, echo=False)
+    assert not result.ok
+    says(result.message, "other values at the same sizes", "called with a mask",
+         "the dict INVERTED_BY_LENGTH")
+    INVERTED_BY_LENGTH.clear()
+    fresh = masked_attention_mask_kept_by_length
+
+    def no_cache(*args, **kwargs):
+        INVERTED_BY_LENGTH.clear()
+        return fresh(*args, **kwargs)
+
+    assert diagnose(no_cache, echo=False).ok
+
+
 def test_a_right_answer_without_state_is_not_told_it_keeps_one():
     """The wrong objects: the same code without its cache gets its ✓; code right for the first
     values only, keeping nothing, is rejected without a state invented for it."""

@@ -83,13 +83,14 @@ from helpers.trace import Record
 def _inputs(seed: int = 0, second: bool = False) -> dict:
     """The fixed inputs: x (2, 5, 12), four (12, 12) weights, 3 heads, a padding mask (2, 5, 5)
     under which every query keeps at least one key either way round; `second`: the same at the
-    second sizes (1, 3, 16), 2 heads."""
+    second sizes (1, 3, 16), 2 heads. Another seed gives other values and, at the first sizes,
+    another mask (each item's length changed), so a mask kept from an earlier call shows."""
     b, t, d_model, heads, _, _ = _sizes(second)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(b, t, d_model, generator=g)
     weights = {name: torch.randn(d_model, d_model, generator=g) / d_model**0.5 for name in
                ("w_q", "w_k", "w_v", "w_o")}  # fmt: skip
-    lengths = torch.tensor([4, 3] if not second else [2])
+    lengths = torch.tensor([2] if second else [4, 3] if seed == 0 else [3, 2])
     mask = (torch.arange(t) < lengths.view(b, 1)).view(b, 1, t).expand(b, t, t)  # (B, T, T)
     return {"x": x, **weights, "num_heads": heads, "mask": mask}
 
@@ -256,7 +257,8 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             again = _second_call_problem(
                 fn, _call_args(run_args, mask, per_head), reference_attention(**run_args), when
             )
-            other = {**_inputs(seed=1), "mask": run_args["mask"]}  # other values, same sizes
+            other = _inputs(seed=1)  # other values (another mask too), the same sizes
+            other["mask"] = other["mask"] if run_args["mask"] is not None else None
             again = again or _other_values_problem(
                 fn, _call_args(other, mask, per_head), reference_attention(**other), when
             )
