@@ -75,8 +75,12 @@ def test_a_mask_kept_from_an_earlier_call_is_caught_by_another_mask_at_the_same_
     INVERTED_BY_LENGTH.clear()
     result = diagnose(masked_attention_mask_kept_by_length, echo=False)
     assert not result.ok
-    says(result.message, "other values at the same sizes", "called with a mask",
-         "the dict INVERTED_BY_LENGTH")
+    says(
+        result.message,
+        "other values at the same sizes",
+        "called with a mask",
+        "the dict INVERTED_BY_LENGTH",
+    )
     INVERTED_BY_LENGTH.clear()
     fresh = masked_attention_mask_kept_by_length
 

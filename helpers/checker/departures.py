@@ -129,6 +129,12 @@ def _scaled_stand_in(run: _Run) -> str | None:
     return None
 
 
+def _splits(code: str) -> bool:
+    """Whether a line cuts with Tensor.split or torch.split (not a function of the learner's own
+    that is named split, nor chunk)."""
+    return re.search(r"(\.|\btorch\.)split\(", code) is not None and "chunk" not in code
+
+
 def _heads_hint(
     finding: Finding,
     run: _Run,
@@ -151,7 +157,7 @@ def _heads_hint(
     if swapped is not None and d_k != heads and swapped():
         # the output is the reference's with d_model / num_heads heads, at both sizes: whatever
         # number of heads explained most at the first sizes, that is the number cut
-        count, split = str(d_k), "split" in words and "chunk" not in words
+        count, split = str(d_k), _splits(code)
         how = (
             "the split on this line" if split else "how this line gets the number of heads and d_k"
         )
@@ -175,6 +181,17 @@ def _heads_hint(
     cuts = [tuple(r.tensor.shape) for r in run.records if r.lineno == line and r.tensor.dim() == 4
             and (r.tensor.shape[0], r.tensor.shape[2]) == b_t]  # fmt: skip
     shape = cuts[-1] if line is not None and cuts else ()
+    record = finding.record
+    if not shape and record is not None and record.tensor.dim() == 3 and count == "1":
+        # a tensor not yet cut stands for a cut into one head (the same numbers): the learner's
+        # cut, if there is one, is the first (B, ·, T, ·) tensor made after it, on another line
+        # (a helper function's view)
+        after = next((i for i, r in enumerate(run.records) if r is record), len(run.records))
+        later = [r for r in run.records[after + 1 :] if r.tensor.dim() == 4
+                 and (r.tensor.shape[0], r.tensor.shape[2]) == b_t]  # fmt: skip
+        if later and later[0].tensor.shape[1] * later[0].tensor.shape[3] == heads * d_k:
+            record, shape = later[0], tuple(later[0].tensor.shape)
+            finding, code = dataclasses.replace(finding, record=record), record.code
     if len(shape) == 4 and shape[1] != int(count) and shape[1] * shape[3] == heads * d_k:
         # the learner's own cut has another number of heads than the one that explained most:
         # say what the cut is, not the count (nor what follows from it)
@@ -190,9 +207,9 @@ def _heads_hint(
             "tell what else differs until the cut is right."
         )
         return dataclasses.replace(
-            finding, mistake=f"{WRONG_NUM_HEADS}{got}", hint=hint, headline=headline
+            finding, mistake=f"{WRONG_NUM_HEADS}{got}", hint=hint, headline=headline, record=record
         )
-    if "split" in words and "chunk" not in words:
+    if _splits(code):
         hint = (
             "look at the split on this line: Tensor.split(n, dim) cuts pieces of n features "
             f"each, not n pieces, so splitting by num_heads makes {count} pieces. Aim for "

@@ -165,6 +165,36 @@ def _globals_read(fn: Callable) -> list[tuple[str, int]]:
     ]  # fmt: skip
 
 
+def _global_tensors(fn: Callable) -> list[tuple[str, torch.Tensor]]:
+    """The tensors the function reads from outside itself (a notebook's causal mask), by name."""
+    code = getattr(fn, "__code__", None)
+    names, todo = [], [code] if code is not None else []
+    while todo:
+        current = todo.pop()
+        names += [i.argval for i in dis.get_instructions(current)
+                  if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]  # fmt: skip
+        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
+    scope = getattr(fn, "__globals__", {})
+    return [(n, scope[n]) for n in dict.fromkeys(names) if isinstance(scope.get(n), torch.Tensor)]
+
+
+_MISMATCH = re.compile(
+    r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at non-singleton "
+    r"dimension (\d+)"
+)
+
+
+def _mask_without_head_dim(text: str, args: dict) -> bool:
+    """Whether a broadcast error is what a (B, T, T) mask meets against (B, h, T, T) scores: its
+    B lined up with the heads' dim (dimension 1), B and h told apart by their sizes."""
+    mask, x = args.get("mask"), args.get("x")
+    found = _MISMATCH.search(text)
+    if mask is None or mask.dim() != 3 or x is None or not found:
+        return False
+    a, b, dim = (int(g) for g in found.groups())
+    return dim == 1 and {a, b} == {x.shape[0], args.get("num_heads")}
+
+
 def _note(fn: Callable, name: str) -> str:
     """For a check that fails: which integers the function reads from outside it, and the sizes
     the check calls it with."""
@@ -228,7 +258,16 @@ def _run(
             )
     elif "must match the size" in text or "broadcast" in text:
         hint = " Hint: two tensors do not line up: write down the shape of each on that line."
-        if args.get("mask") is not None:
+        words = set(re.findall(r"[A-Za-z_]\w*", _where_in_learner_code(err)))
+        outside = [(n, t) for n, t in _global_tensors(fn) if n in words]
+        if outside:
+            hint += "".join(
+                f" The line reads {n}, a tensor of shape {tuple(t.shape)} made outside the "
+                "function, not one of its arguments: its shape does not follow the sizes the "
+                "check calls the function with."
+                for n, t in outside
+            )
+        elif _mask_without_head_dim(text, args):
             hint += (
                 " A mask of shape (B, T, T) has no head dim, so it cannot broadcast against "
                 "scores of shape (B, h, T, T): what shape lets one mask line up with every head?"

@@ -127,10 +127,30 @@ def menu(page, top: str, item: str) -> None:
     page.click(f".lm-Menu-itemLabel:text-is('{item}')")
 
 
+def shut_down_kernels(base: str, token: str) -> None:
+    """End every session of the server and its kernel (JupyterLab keeps a notebook's kernel
+    running after the page moves on: dozens of idle kernels over a test run)."""
+    import json
+
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=10) as answer:
+        sessions = json.load(answer)
+    for session in sessions:
+        request = urllib.request.Request(
+            f"{base}/api/sessions/{session['id']}?token={token}", method="DELETE"
+        )
+        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=30):
+            pass
+
+
 def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int = 300_000):
     """Open a notebook, clear its stored outputs, Run All, and wait until every code cell has run
     and the kernel is idle. The time limit is a guard, not a measure: 18 trains its model live,
     and a busy 2-core machine took over 120 s for its Run All."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    if page.url.startswith(base):  # the notebook open before: its kernel is not needed again
+        page.goto("about:blank")
+        shut_down_kernels(base, token)
     page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
     page.wait_for_selector(
         ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_ms
@@ -140,13 +160,33 @@ def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int
     menu(page, "Edit", "Clear Outputs of All Cells")
     page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
-        ".every(p => !/\\[\\d+\\]/.test(p.textContent))"
+        ".every(p => !/\\[\\d+\\]/.test(p.textContent))",
+        polling=100,
     )
-    menu(page, "Run", "Run All Cells")
+    # every cell is queued ([*]) at once when Run All is taken; on a busy machine a menu click
+    # was seen to go nowhere (the Run All then waited its whole limit), so it is tried again
+    queued = (
+        "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
+        ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"
+    )
+    for _ in range(3):
+        menu(page, "Run", "Run All Cells")
+        try:
+            page.wait_for_function(queued, timeout=30_000, polling=100)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")  # a menu left open
+    else:
+        raise AssertionError(f"Run All did not start in {notebook} after three tries")
+    # done when every cell has run, or when one printed an error (Run All stops there, and the
+    # cells after it would never get a number)
     page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
-        ".every(p => /\\[\\d+\\]/.test(p.textContent))",
+        ".every(p => /\\[\\d+\\]/.test(p.textContent)) || [...document.querySelectorAll("
+        "'.jp-OutputArea-output[data-mime-type=\"application/vnd.jupyter.stderr\"]')]"
+        ".some(o => /Traceback|Error/.test(o.textContent))",
         timeout=timeout_ms,
+        polling=250,  # not every frame: a page polled 60 times a second keeps a core busy
     )
     page.wait_for_selector(
         ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_ms
