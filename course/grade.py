@@ -814,7 +814,7 @@ def grade(
 def known_mistake(name: object) -> bool:
     """Whether `name` is one the checker can report (a message is the submission's process's
     word: anything else in it was not written by the checker)."""
-    from helpers.mistakes import MISTAKES, SLIPS, WRONG_NUM_HEADS
+    from helpers.checker.mistakes import MISTAKES, SLIPS, WRONG_NUM_HEADS
 
     if not isinstance(name, str):
         return False

@@ -100,7 +100,7 @@ def pseudonymised(results: list[Result], key: bytes) -> list[Result]:
 
 def mistake_words(name: str) -> str:
     """A named mistake as a teacher reads it: 'the scores are not scaled (no_scaling)'."""
-    from helpers.mistakes import describe
+    from helpers.checker.mistakes import describe
 
     try:
         words = describe(name)[0]

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from helpers.palette import L_MAX, L_MIN, delta_e, rgb_to_hex, simulate_cvd, to_lab
+from helpers.figures.palette import L_MAX, L_MIN, delta_e, rgb_to_hex, simulate_cvd, to_lab
 
 KINDS: tuple[str | None, ...] = (None, "deuteranopia", "protanopia")
 

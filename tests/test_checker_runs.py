@@ -20,7 +20,7 @@ import torch
 
 import helpers.checker.exercises as exercises_module
 import helpers.checker.run as run_module
-import helpers.trace as trace_module
+import helpers.checker.trace as trace_module
 from helpers.diagnose import EXERCISES, check_exercise, diagnose
 
 LIMIT = 0.5  # s
@@ -269,8 +269,8 @@ class hook(original):
 
 
 def _interrupting(where: str, k: int, original) -> dict:
-    """A stand-in for a hook of helpers.trace that raises KeyboardInterrupt at its k-th call; its
-    code reads as helpers' own, as the hook's it stands for."""
+    """A stand-in for a hook of helpers.checker.trace that raises KeyboardInterrupt at its k-th
+    call; its code reads as helpers' own, as the hook's it stands for."""
     namespace = {"calls": [0], "k": k, "original": original}
     exec(compile(_MAYBE + _INJECTED[where], trace_module.__file__, "exec"), namespace)
     return namespace
@@ -493,7 +493,7 @@ def test_a_stop_inside_a_loop_names_the_loop_around_it():
     may sit in the `while` that never does); on the loop's own line, or a line in no loop, it adds
     nothing."""
     from helpers.checker.run import _enclosing_loops
-    from helpers.trace import Place
+    from helpers.checker.trace import Place
 
     body, header = line_of(spin, "n += 1"), line_of(spin, "while True")
     assert _enclosing_loops(spin.__code__, Place(body, "n += 1")) == [

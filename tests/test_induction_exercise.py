@@ -6,9 +6,9 @@ import re
 import pytest
 import torch
 
+from helpers.checker.mistakes import INDUCTION_MISTAKES, SLIPS, induction_stages
 from helpers.diagnose import check_exercise
 from helpers.induction import induction_scores
-from helpers.mistakes import INDUCTION_MISTAKES, SLIPS, induction_stages
 from tests.messages import marked, says
 
 

@@ -1,4 +1,5 @@
-"""helpers.palette: the head colours stay apart for normal, deuteranope and protanope vision."""
+"""helpers.figures.palette: the head colours stay apart for normal, deuteranope and protanope
+vision."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from helpers.palette import (
+from helpers.figures.palette import (
     HEAD_COLOURS,
     L_MAX,
     L_MIN,

@@ -1,10 +1,11 @@
-"""helpers.plots: fixed 0..1 colour scale and words on the axes; the panels' colour table."""
+"""helpers.figures.plots: fixed 0..1 colour scale and words on the axes; the panels' colour
+table."""
 
 import matplotlib
 import pytest
 import torch
 
-from helpers import plots
+from helpers.figures import plots
 
 WORDS = "the cat sat on a warm mat".split()
 
@@ -190,7 +191,7 @@ def _figures_with_head_colours():
 
 
 def test_head_colours_in_figures_stand_out_on_white_text_4_5_and_lines_3():
-    from helpers.palette import contrast
+    from helpers.figures.palette import contrast
 
     for name, fig in _figures_with_head_colours().items():
         inks = _inks(fig)
@@ -201,7 +202,7 @@ def test_head_colours_in_figures_stand_out_on_white_text_4_5_and_lines_3():
 
 
 def test_the_contrast_rule_sees_the_palette_s_light_colours():
-    from helpers.palette import HEAD_COLOURS, HEAD_LINES, HEAD_TEXT, contrast
+    from helpers.figures.palette import HEAD_COLOURS, HEAD_LINES, HEAD_TEXT, contrast
 
     amber = HEAD_COLOURS[1]
     assert contrast(amber, "#ffffff") == pytest.approx(2.16, abs=0.01)  # what the figures drew
@@ -214,7 +215,7 @@ def test_the_contrast_rule_sees_the_palette_s_light_colours():
 def test_an_annotated_map_writes_each_weight_in_the_ink_that_stands_out():
     from matplotlib.colors import to_hex
 
-    from helpers.palette import contrast
+    from helpers.figures.palette import contrast
 
     weights = torch.linspace(0, 1, 36).reshape(6, 6)
     fig = plots.attention_map(weights, list("abcdef"), "one head", annotate=True)
@@ -227,8 +228,8 @@ def test_an_annotated_map_writes_each_weight_in_the_ink_that_stands_out():
 def test_the_side_panels_lines_and_boxes_stand_3_to_1_on_white():
     import re
 
-    from helpers.palette import HEAD_COLOURS, contrast
-    from helpers.panel_svg import kv_groups_svg, parameter_counts_svg
+    from helpers.figures.palette import HEAD_COLOURS, contrast
+    from helpers.figures.panel_svg import kv_groups_svg, parameter_counts_svg
 
     counts = parameter_counts_svg({"a": ([1, 2], [3, 4]), "b": ([1, 2], [5, 6])},
                                   list(HEAD_COLOURS[:2]), highlight=2)  # fmt: skip

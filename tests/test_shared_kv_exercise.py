@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from helpers.checker.mistakes import SLIPS, shared_kv_stages
 from helpers.diagnose import check_exercise
-from helpers.mistakes import SLIPS, shared_kv_stages
 
 CORRECT = (
     "✓ Correct: equal to the reference within atol 1e-04, at three sizes (B = 2, h = 4, g = 2, "

@@ -1,5 +1,5 @@
-"""helpers.trace: every tensor the learner's code makes is recorded with its op and the learner's
-own line, as it was at that moment; errors are kept, never raised."""
+"""helpers.checker.trace: every tensor the learner's code makes is recorded with its op and the
+learner's own line, as it was at that moment; errors are kept, never raised."""
 
 import inspect
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from helpers.attention import split_heads
-from helpers.trace import trace_call
+from helpers.checker.trace import trace_call
 
 
 def line_of(fn, text: str) -> int:

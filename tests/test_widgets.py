@@ -271,8 +271,8 @@ def test_cross_attention_explorer_explains_an_impossible_h():
 
 
 def test_shared_kv_explorer_goes_from_mha_to_mqa_with_measured_cache_and_checks():
+    from helpers.figures.palette import HEAD_COLOURS
     from helpers.layouts import share_kv
-    from helpers.palette import HEAD_COLOURS
 
     panel = SharedKVExplorer(h=8, d_model=64)
     x, causal = embed(tokens(), 64), torch.ones(7, 7, dtype=torch.bool).tril()
@@ -331,8 +331,8 @@ def test_scaling_explorer_takes_only_the_widths_it_offers():
 def test_a_selection_control_needs_index_values():
     import ipywidgets as widgets
 
-    from helpers.attention_view import AttentionView
     from helpers.panels.base import _Panel
+    from helpers.panels.view import AttentionView
 
     slider = widgets.SelectionSlider(options=[("4", 4), ("8", 8)], value=4)
     with pytest.raises(ValueError, match=r"the choice options need the values 0 .. n-1"):
@@ -399,5 +399,5 @@ def test_the_browser_and_the_kernel_step_h_by_the_same_rule():
     stops = [1, 2, 4, 8, 16]
     assert [_working_h(stops, 5, 4), _working_h(stops, 7, 8), _working_h(stops, 6)] == [8, 4, 8]
     assert [_working_h(stops, 3), _working_h(stops, 16, 15), _working_h([], 5, 4)] == [4, 16, 5]
-    js = (Path(__file__).parents[1] / "helpers" / "attention_view.js").read_text()
+    js = (Path(__file__).parents[1] / "helpers" / "panels" / "view.js").read_text()
     assert "function workingH(stops, h, previous)" in js

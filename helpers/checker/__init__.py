@@ -6,11 +6,11 @@ mask=None)` on fixed inputs, without and with a mask, and compares it with the r
 engine, a pipeline of small modules:
 
 1. The learner's function runs (`run`; again at other values and sizes, `again`) under
-   `helpers.trace`, which records every tensor it makes and the line of their code that made it.
+   `trace`, which records every tensor it makes and the line of their code that made it.
 2. If the output differs, the engine (`explain`, with `compare` and `departures`) looks among
-   those tensors for the reference's stages (`helpers.mistakes.attention_stages`: q, k, v, cut
-   into heads, scores, masked scores, weights, the heads' outputs, merged, out), in any layout
-   the course teaches: all heads at once, one head at a time in a loop, (B, T, h, d_k) before the
+   those tensors for the reference's stages (`mistakes.attention_stages`: q, k, v, cut into
+   heads, scores, masked scores, weights, the heads' outputs, merged, out), in any layout the
+   course teaches: all heads at once, one head at a time in a loop, (B, T, h, d_k) before the
    transpose, kᵀ.
 3. The first stage that no tensor matches (and no later matched stage vouches for) is where the
    code departs. The engine switches on each known mistake in turn (the catalogue, MISTAKES, and
@@ -38,8 +38,8 @@ with the numbers written in it that equal a size of the first.
 
 from helpers.checker.compare import ATOL, Diagnosis, Finding, reference_attention
 from helpers.checker.exercises import EXERCISE_OUT, EXERCISES, check_exercise, diagnose
+from helpers.checker.mistakes import CIRCUIT_MISTAKES, CONTEXT_MISTAKES, MISTAKES, SLIPS
 from helpers.checker.sizes import CHECK_SIZES, SECOND_CHECK_SIZES, check_sizes
-from helpers.mistakes import CIRCUIT_MISTAKES, CONTEXT_MISTAKES, MISTAKES, SLIPS
 
 __all__ = [
     "ATOL",

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from helpers.mistakes import (
+from helpers.checker.mistakes import (
     DEPENDS,
     KINDS,
     attention_stages,
 )
-from helpers.trace import Record
+from helpers.checker.trace import Record
 
 ATOL = 1e-4
 

@@ -28,6 +28,18 @@ from helpers.checker.compare import (
     _verdict,
     reference_attention,
 )
+from helpers.checker.mistakes import (
+    CIRCUIT_MISTAKES,
+    CONTEXT_MISTAKES,
+    INDUCTION_MISTAKES,
+    SHARED_KV_MISTAKES,
+    WRONG_NUM_HEADS,
+    attention_stages,
+    head_scores_stages,
+    induction_stages,
+    shared_kv_stages,
+    split_stages,
+)
 from helpers.checker.run import (
     _changed_in_place,
     _checked,
@@ -55,6 +67,7 @@ from helpers.checker.sizes import (
     check_sizes,
 )
 from helpers.checker.sources import _fallback
+from helpers.checker.trace import Record
 from helpers.checker.words import (
     _EXERCISE_HINTS,
     _EXERCISE_WORDS,
@@ -65,19 +78,6 @@ from helpers.checker.words import (
     _safe_explain,
     _shape_reading,
 )
-from helpers.mistakes import (
-    CIRCUIT_MISTAKES,
-    CONTEXT_MISTAKES,
-    INDUCTION_MISTAKES,
-    SHARED_KV_MISTAKES,
-    WRONG_NUM_HEADS,
-    attention_stages,
-    head_scores_stages,
-    induction_stages,
-    shared_kv_stages,
-    split_stages,
-)
-from helpers.trace import Record
 
 
 def _inputs(seed: int = 0, second: bool = False) -> dict:

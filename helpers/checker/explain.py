@@ -64,15 +64,15 @@ from helpers.checker.locate import (
     _transposed_input,
     _unseen_lines,
 )
-from helpers.checker.scales import _scale_hint, _scale_of
-from helpers.checker.sources import _position
-from helpers.mistakes import (
+from helpers.checker.mistakes import (
     DEPENDS,
     HOME,
     KINDS,
     WRONG_NUM_HEADS,
 )
-from helpers.trace import Record
+from helpers.checker.scales import _scale_hint, _scale_of
+from helpers.checker.sources import _position
+from helpers.checker.trace import Record
 
 
 def _departure(run: _Run) -> str:

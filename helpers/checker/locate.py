@@ -28,14 +28,14 @@ from helpers.checker.compare import (
     _same_in_some_form,
     _vouched,
 )
-from helpers.checker.scales import _scale_hint
-from helpers.checker.sources import _position
-from helpers.mistakes import (
+from helpers.checker.mistakes import (
     DEPENDS,
     HOME,
     KINDS,
 )
-from helpers.trace import Record
+from helpers.checker.scales import _scale_hint
+from helpers.checker.sources import _position
+from helpers.checker.trace import Record
 
 
 def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int | None:

@@ -21,7 +21,7 @@ import torch
 
 from helpers.checker.compare import HEADS, TIME_LIMIT, TRACE_LIMIT_MB, Diagnosis, Finding, _verdict
 from helpers.checker.sizes import _sizes_text, check_sizes
-from helpers.trace import Place, Record, Trace, trace_call
+from helpers.checker.trace import Place, Record, Trace, trace_call
 
 
 class _Halted(Exception):

@@ -6,10 +6,10 @@ from __future__ import annotations
 import torch
 
 from helpers.checker.compare import _forms, _op, _ratio, _Run
-from helpers.mistakes import (
+from helpers.checker.mistakes import (
     KINDS,
 )
-from helpers.trace import Record
+from helpers.checker.trace import Record
 
 
 def _scale_of(mine: torch.Tensor, stage: str, value: torch.Tensor) -> float | None:

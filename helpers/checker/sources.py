@@ -16,7 +16,7 @@ import torch
 
 from helpers.checker.compare import _SCALING, ATOL, Finding, _Run, _same_in_some_form
 from helpers.checker.run import _loop_header
-from helpers.trace import Place, Record
+from helpers.checker.trace import Place, Record
 
 
 def _position(record: Record | None, runs: list[_Run]) -> int:

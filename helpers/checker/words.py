@@ -12,6 +12,12 @@ from helpers.checker.again import _written_numbers
 from helpers.checker.compare import ATOL, Finding, _forms, _Run, _same
 from helpers.checker.explain import _explain
 from helpers.checker.locate import _made_at_records, _only_layout_calls
+from helpers.checker.mistakes import (
+    KINDS,
+    STAGE_WORDS,
+    WRONG_NUM_HEADS,
+    describe,
+)
 from helpers.checker.run import _globals_read
 from helpers.checker.sources import (
     _fill_as_written,
@@ -19,13 +25,7 @@ from helpers.checker.sources import (
     _names_made_elsewhere,
     _values_made_from_keys,
 )
-from helpers.mistakes import (
-    KINDS,
-    STAGE_WORDS,
-    WRONG_NUM_HEADS,
-    describe,
-)
-from helpers.trace import Record, Trace
+from helpers.checker.trace import Record, Trace
 
 STAGE_HINTS: dict[str, str] = {
     **dict.fromkeys(

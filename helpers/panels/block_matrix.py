@@ -9,7 +9,6 @@ import torch
 from helpers.attention import (
     count_parameters,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_close
 from helpers.examples import SENTENCE, embed, seeded_attention, tokens
 from helpers.panels.base import (
@@ -21,6 +20,7 @@ from helpers.panels.base import (
     _shape_row,
     _table,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 class BlockMatrixExplorer(_Panel):

@@ -9,14 +9,13 @@ from functools import lru_cache
 
 import torch
 
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_close
 from helpers.examples import SENTENCE, embed, seeded_attention, tokens
-from helpers.layouts import head_circuits, head_ranks
-from helpers.palette import HEAD_COLOURS
-from helpers.panel_svg import (
+from helpers.figures.palette import HEAD_COLOURS
+from helpers.figures.panel_svg import (
     rank_bars_svg,
 )
+from helpers.layouts import head_circuits, head_ranks
 from helpers.panels.base import (
     _every_h_near_this_d_model,
     _h_controls,
@@ -28,6 +27,7 @@ from helpers.panels.base import (
     _titles,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 @lru_cache(maxsize=32)

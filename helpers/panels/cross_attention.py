@@ -8,7 +8,6 @@ import torch
 from helpers.attention import (
     split_heads,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows
 from helpers.examples import SENTENCE, embed, seeded_attention, tokens
 from helpers.panels.base import (
@@ -23,6 +22,7 @@ from helpers.panels.base import (
     _titles,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 TARGET = "le chat était assis"  # a decoder's words so far, translating the course's SENTENCE
 

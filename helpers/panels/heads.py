@@ -10,7 +10,6 @@ from helpers.attention import (
     attention_scores,
     count_parameters,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close
 from helpers.examples import SENTENCE, embed, seeded_attention, tokens
 from helpers.panels.base import (
@@ -24,6 +23,7 @@ from helpers.panels.base import (
     _titles,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 class HeadsExplorer(_Panel):

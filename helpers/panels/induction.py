@@ -6,11 +6,11 @@ from __future__ import annotations
 import ipywidgets as widgets
 import torch
 
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows
 from helpers.examples import SENTENCE
 from helpers.induction import AttentionOnly, induction_scores, previous_token_scores, repeat_words
 from helpers.panels.base import WHERE, _lines, _Panel, _shape_row, _table, _titles, plural
+from helpers.panels.view import AttentionView, Frame
 
 SEQUENCES = ("random tokens, repeated", "a sentence, repeated")
 
@@ -102,7 +102,7 @@ class TrainingView(widgets.VBox):
 
         self.steps, self.every, self.start = steps, every, time.perf_counter()
         self.line = widgets.HTML(f"step 0 of {steps}")
-        from helpers.plots import copy_curves, shown_width
+        from helpers.figures.plots import copy_curves, shown_width
 
         width = shown_width(copy_curves([], [], 1.0, steps))  # the curve's size, not stretched
         self.picture = widgets.Image(format="png", layout=widgets.Layout(width=f"{width}px"))
@@ -116,7 +116,7 @@ class TrainingView(widgets.VBox):
     def update(self, step: int, run) -> None:
         import time
 
-        from helpers.plots import copy_curves, to_png
+        from helpers.figures.plots import copy_curves, to_png
 
         done = step + 1
         if done % self.every and done != self.steps:

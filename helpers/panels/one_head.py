@@ -11,10 +11,9 @@ from helpers.attention import (
     SelfAttention,
     attention_scores,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close
 from helpers.examples import SENTENCE, embed, init_weights_, tokens
-from helpers.panel_svg import (
+from helpers.figures.panel_svg import (
     query_breakdown_svg,
 )
 from helpers.panels.base import (
@@ -23,6 +22,7 @@ from helpers.panels.base import (
     _shape_row,
     _table,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 class QueryExplorer(_Panel):

@@ -11,10 +11,9 @@ from helpers.attention import (
     count_parameters,
     split_heads,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_close
 from helpers.examples import SENTENCE, embed, seeded_attention, tokens
-from helpers.palette import HEAD_COLOURS
+from helpers.figures.palette import HEAD_COLOURS
 from helpers.panels.base import (
     H_MAX,
     _around,
@@ -27,6 +26,7 @@ from helpers.panels.base import (
     _titles,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 class OneVsManyExplorer(_Panel):

@@ -14,11 +14,10 @@ from helpers.attention import (
     count_parameters,
     valid_head_counts,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows
 from helpers.examples import SENTENCE, embed, init_weights_, tokens
-from helpers.palette import HEAD_COLOURS
-from helpers.panel_svg import (
+from helpers.figures.palette import HEAD_COLOURS
+from helpers.figures.panel_svg import (
     parameter_counts_svg,
 )
 from helpers.panels.base import (
@@ -32,6 +31,7 @@ from helpers.panels.base import (
     _titles,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 @lru_cache(maxsize=128)

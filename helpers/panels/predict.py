@@ -134,7 +134,7 @@ class Predict(widgets.VBox):
             button.on_click(lambda _: self.check(self.box.value))
             row = [self.box, button, self.reveal]
         super().__init__([self.prompt, widgets.HBox(row), self.feedback])
-        self.add_class("course-panel")  # the panels' text size (attention_view.css)
+        self.add_class("course-panel")  # the panels' text size (view.css)
         self.add_class("course-predict")
 
     @property

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows
 from helpers.panels.base import (
     _lines,
@@ -14,6 +13,7 @@ from helpers.panels.base import (
     _titles,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 class RealHeadsExplorer(_Panel):

@@ -9,7 +9,6 @@ import math
 import ipywidgets as widgets
 import torch
 
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows
 from helpers.experiment import dot_product_variance, softmax_saturation
 from helpers.panels.base import (
@@ -17,6 +16,7 @@ from helpers.panels.base import (
     _Panel,
     _table,
 )
+from helpers.panels.view import AttentionView, Frame
 
 D_KS = (4, 8, 16, 32, 64, 128, 256)  # the √d_k panel's choices
 

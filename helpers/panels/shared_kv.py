@@ -15,14 +15,13 @@ from helpers.attention import (
     count_parameters,
     kv_cache_bytes,
 )
-from helpers.attention_view import AttentionView, Frame
 from helpers.checks import check_attention_rows, check_close
 from helpers.examples import SENTENCE, embed, seeded_attention, tokens
-from helpers.layouts import expand_kv, share_kv
-from helpers.palette import HEAD_COLOURS
-from helpers.panel_svg import (
+from helpers.figures.palette import HEAD_COLOURS
+from helpers.figures.panel_svg import (
     kv_groups_svg,
 )
+from helpers.layouts import expand_kv, share_kv
 from helpers.panels.base import (
     _lines,
     _Panel,
@@ -30,6 +29,7 @@ from helpers.panels.base import (
     _table,
     plural,
 )
+from helpers.panels.view import AttentionView, Frame
 
 
 def _share(part: int, whole: int) -> str:

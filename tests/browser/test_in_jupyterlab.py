@@ -225,7 +225,7 @@ def near(a, b, tol=3) -> bool:
 
 @pytest.mark.parametrize("notebook", DRAWN)
 def test_clicking_a_query_follows_its_row_in_every_head(lab, page, notebook):
-    from helpers.plots import colormap_table
+    from helpers.figures.plots import colormap_table
 
     box = run(lab, page, notebook)
     maps, table = expected_panel(notebook).maps, colormap_table()
@@ -250,7 +250,7 @@ def rgb(hex_colour: str) -> list[int]:
 def test_the_contrast_measure_fails_the_palettes_lightest_colours():
     """The 3:1 asked of lines is not met by every palette colour as it is (so the lines test can
     fail): the lines darken those."""
-    from helpers.palette import HEAD_COLOURS
+    from helpers.figures.palette import HEAD_COLOURS
 
     below = [c for c in HEAD_COLOURS[:8] if contrast(rgb(c), [255, 255, 255]) < 3.0]
     assert below == ["#e9a300", "#bbaea3", "#bda7dc"]

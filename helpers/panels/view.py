@@ -7,8 +7,8 @@ why that setting cannot work. The maps travel as float32 buffers: the first set 
 traits, every later step as one custom message with only what it adds or drops. The panel's
 sliders are tied to the view's traits with `widgets.jslink`, so a move switches frames inside the
 browser (one frame on screen later, no round trip to the kernel); the kernel then prefetches
-around the new setting. The JavaScript sits beside this file (`attention_view.js`,
-`attention_view.css`): no build step, nothing fetched from a CDN.
+around the new setting. The JavaScript sits beside this file (`view.js`,
+`view.css`): no build step, nothing fetched from a CDN.
 
 In the browser: hover a cell for its weight (3 decimals), click a query (a row or its word) to
 follow it through every head, and switch between maps and lines (query → key, as in bertviz).
@@ -32,8 +32,8 @@ import numpy as np
 import torch
 import traitlets
 
-from helpers.palette import HEAD_COLOURS
-from helpers.plots import colormap_table
+from helpers.figures.palette import HEAD_COLOURS
+from helpers.figures.plots import colormap_table
 
 __all__ = ["AttentionView", "Frame"]
 
@@ -61,8 +61,8 @@ class AttentionView(anywidget.AnyWidget):
     head to outline (and, with `enlarge`, to draw large). `query` is the followed row (-1: none).
     """
 
-    _esm = HERE / "attention_view.js"
-    _css = HERE / "attention_view.css"
+    _esm = HERE / "view.js"
+    _css = HERE / "view.css"
 
     buffer = traitlets.Bytes(b"").tag(sync=True)
     blocks = traitlets.Dict().tag(sync=True)

@@ -18,7 +18,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from helpers import palette
+from helpers.figures import palette
 
 __all__ = [
     "ATTENTION_CMAP",

@@ -35,7 +35,7 @@ from torch.overrides import TorchFunctionMode
 
 __all__ = ["Place", "Record", "Stopped", "Trace", "trace_call"]
 
-_HELPERS = str(Path(__file__).resolve().parent)
+_HELPERS = str(Path(__file__).resolve().parents[1])  # helpers/, this file in helpers/checker/
 _TORCH = str(Path(torch.__file__).resolve().parent)
 
 

@@ -12,7 +12,7 @@ import html
 import matplotlib
 import torch
 
-from helpers.palette import LINE_CONTRAST, on_white
+from helpers.figures.palette import LINE_CONTRAST, on_white
 
 __all__ = ["query_breakdown_svg", "parameter_counts_svg", "kv_groups_svg", "rank_bars_svg"]
 

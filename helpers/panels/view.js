@@ -1,4 +1,4 @@
-// The browser half of helpers/attention_view.py: it draws attention maps the kernel computed.
+// The browser half of helpers/panels/view.py: it draws attention maps the kernel computed.
 // It never computes attention: every number it shows is a float32 that came from the kernel.
 //
 // The kernel sends frames ahead: a frame maps a key such as "d_model=64|h=4" to what that setting
@@ -9,7 +9,7 @@
 // frame here, with no round trip to the kernel.
 
 const BASE_FONT = 14; // CSS px: the smallest text drawn anywhere in the panel, at a scale of 1
-// The text drawn on the canvas: BASE_FONT times the panel's `--av-scale` (attention_view.css: 1,
+// The text drawn on the canvas: BASE_FONT times the panel's `--av-scale` (view.css: 1,
 // or JupyterLab's Presentation Mode's 17/14), set by paint() before each drawing.
 let FONT = BASE_FONT;
 const FONT_FAMILY = "system-ui, -apple-system, 'Segoe UI', 'Noto Sans', 'Noto Sans CJK SC', sans-serif";
@@ -715,7 +715,7 @@ function frameForControls(v, key) {
   return { frame, state, drawFrame: shown && shown.frame, block: shown && shown.block };
 }
 
-// The panel's text scale: 1, or more where the notebook's text is larger (attention_view.css).
+// The panel's text scale: 1, or more where the notebook's text is larger (view.css).
 function textScale(el) {
   const scale = parseFloat(getComputedStyle(el).getPropertyValue("--av-scale"));
   return scale > 0 ? scale : 1;
