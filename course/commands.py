@@ -55,6 +55,15 @@ COURSE_PINS = (
 TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
+# The tests run on several processes at once (pytest-xdist): more than this 2-core machine's
+# cores, since the browser tests and the install checks spend most of their time waiting (on
+# JupyterLab, Chromium, PyPI). Each browser test file, and test_in_jupyterlab's tests of one
+# notebook, stay on one process (tests/conftest.py), in their order. PARALLEL_ENV keeps torch to
+# one thread in every process, the notebooks' kernels included: two workers with torch's default
+# threads each trained 18's model 10 times slower than one process alone.
+UNIT_WORKERS = "3"
+NBVAL_WORKERS = "2"
+PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def venv_python(venv: Path = VENV, os_name: str = os.name) -> Path:
@@ -301,13 +310,14 @@ def lab_command(root_dir: Path, port: int, cull_idle: int) -> list[str]:
 
 
 def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
-    """ruff, the unit tests, strict nbval on every notebook: each must pass."""
+    """ruff, the unit tests, strict nbval on every notebook: each must pass (the tests and the
+    notebooks each on several processes; see UNIT_WORKERS)."""
     py = str(venv_python())
     return [
         [py, "-m", "ruff", "check", "."],
         [py, "-m", "ruff", "format", "--check", "."],
-        [py, "-m", "pytest", "tests"],
-        [py, "-m", "pytest", *NBVAL, notebooks],
+        [py, "-m", "pytest", "-n", UNIT_WORKERS, "--dist", "loadgroup", "tests"],
+        [py, "-m", "pytest", "-n", NBVAL_WORKERS, "--dist", "loadfile", *NBVAL, notebooks],
     ]
 
 
@@ -404,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "test":
         setup(test_tools=True)
         commands = test_commands(args.notebooks)
+        os.environ.update(PARALLEL_ENV)  # the tests' processes and kernels inherit it
         part = {"lint": commands[:2], "unit": commands[2:3], "nbval": commands[3:]}
         for command in part[args.only] if args.only else commands:
             _run(command)
