@@ -57,10 +57,10 @@ NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # The tests run on several processes at once (pytest-xdist): more than this 2-core machine's
 # cores, since the browser tests and the install checks spend most of their time waiting (on
-# JupyterLab, Chromium, PyPI). Each browser test file, and test_in_jupyterlab's tests of one
-# notebook, stay on one process (tests/conftest.py), in their order. PARALLEL_ENV keeps torch to
-# one thread in every process, the notebooks' kernels included: two workers with torch's default
-# threads each trained 18's model 10 times slower than one process alone.
+# JupyterLab, Chromium, PyPI). Each browser test file stays on one process, in its order
+# (tests/conftest.py). PARALLEL_ENV keeps torch to one thread in every process, the notebooks'
+# kernels included: two workers with torch's default threads each trained 18's model 10 times
+# slower than one process alone.
 UNIT_WORKERS = "3"
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

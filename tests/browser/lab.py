@@ -128,8 +128,7 @@ def menu(page, top: str, item: str) -> None:
 
 
 def shut_down_kernels(base: str, token: str) -> None:
-    """End every session of the server and its kernel (JupyterLab keeps a notebook's kernel
-    running after the page moves on: dozens of idle kernels over a test run)."""
+    """End every session of the server, and so its kernel."""
     import json
 
     with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=10) as answer:
@@ -142,15 +141,22 @@ def shut_down_kernels(base: str, token: str) -> None:
             pass
 
 
-def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int = 300_000):
-    """Open a notebook, clear its stored outputs, Run All, and wait until every code cell has run
-    and the kernel is idle. The time limit is a guard, not a measure: 18 trains its model live,
-    and a busy 2-core machine took over 120 s for its Run All."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    if page.url.startswith(base):  # the notebook open before: its kernel is not needed again
+def leave(page, base: str, token: str) -> None:
+    """Before a page opens another notebook: leave the one it shows and end its kernel, which
+    JupyterLab would keep running (dozens of idle kernels over a test run)."""
+    if page.url.startswith(base):
         page.goto("about:blank")
         shut_down_kernels(base, token)
+
+
+def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int = 600_000):
+    """Open a notebook, clear its stored outputs, Run All, and wait until every code cell has run
+    (or one printed an error) and the kernel is idle. The time limit is a guard, not a measure:
+    18 trains two models live, and with torch on one thread beside the other test processes
+    (make test) its Run All took over 300 s on the 2-core test machine."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    leave(page, base, token)
     page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
     page.wait_for_selector(
         ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=timeout_ms

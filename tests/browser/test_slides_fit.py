@@ -11,7 +11,7 @@ which splitting slides cannot help. The test fails if a notebook gains one or on
 import nbformat
 import pytest
 
-from tests.browser.lab import ROOT, SCREENSHOTS
+from tests.browser.lab import ROOT, SCREENSHOTS, leave
 from tests.slides import slide_types
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -72,6 +72,7 @@ def walk(page) -> list[dict]:
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_every_slide_fits_a_1280x720_projector(slides, notebook):
     page, (base, token) = slides
+    leave(page, base, token)
     page.goto(f"{base}/rise/{notebook}?token={token}")
     page.wait_for_selector(".reveal.ready", timeout=90_000)
     page.wait_for_timeout(500)  # fonts and images laid out
