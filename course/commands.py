@@ -55,13 +55,10 @@ COURSE_PINS = (
 TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
-# The tests run on several processes at once (pytest-xdist): more than this 2-core machine's
-# cores, since the browser tests and the install checks spend most of their time waiting (on
-# JupyterLab, Chromium, PyPI). Each browser test file stays on one process, in its order
-# (tests/conftest.py). PARALLEL_ENV keeps torch to one thread in every process, the notebooks'
-# kernels included: two workers with torch's default threads each trained 18's model 10 times
-# slower than one process alone.
-UNIT_WORKERS = "3"
+# strict nbval runs the notebooks two at a time (pytest-xdist, one notebook per process), each
+# kernel's torch on one thread (PARALLEL_ENV: two processes with torch's default threads each
+# trained 18's model 10 times slower than one alone). The unit and browser tests still run one
+# at a time: three processes at once took longer on this 2-core machine (docs/development.md).
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -146,11 +143,11 @@ def check_python(version: tuple[int, int] = sys.version_info[:2]) -> str | None:
     )
 
 
-def _run(command: Sequence[str], cwd: Path = ROOT) -> None:
+def _run(command: Sequence[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> None:
     """Run a command; stop with its exit code if it fails. Ctrl+C reaches the command too (the
     same console): wait for it to finish its own shutdown (JupyterLab stops its kernels) instead
     of killing it, and stop without a traceback."""
-    process = subprocess.Popen(list(command), cwd=cwd)
+    process = subprocess.Popen(list(command), cwd=cwd, env={**os.environ, **(env or {})})
     while True:
         try:
             code = process.wait()
@@ -310,13 +307,12 @@ def lab_command(root_dir: Path, port: int, cull_idle: int) -> list[str]:
 
 
 def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
-    """ruff, the unit tests, strict nbval on every notebook: each must pass (the tests and the
-    notebooks each on several processes; see UNIT_WORKERS)."""
+    """ruff, the unit tests, strict nbval on every notebook (two at a time): each must pass."""
     py = str(venv_python())
     return [
         [py, "-m", "ruff", "check", "."],
         [py, "-m", "ruff", "format", "--check", "."],
-        [py, "-m", "pytest", "-n", UNIT_WORKERS, "--dist", "loadgroup", "tests"],
+        [py, "-m", "pytest", "tests"],
         [py, "-m", "pytest", "-n", NBVAL_WORKERS, "--dist", "loadfile", *NBVAL, notebooks],
     ]
 
@@ -414,10 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.command == "test":
         setup(test_tools=True)
         commands = test_commands(args.notebooks)
-        os.environ.update(PARALLEL_ENV)  # the tests' processes and kernels inherit it
         part = {"lint": commands[:2], "unit": commands[2:3], "nbval": commands[3:]}
         for command in part[args.only] if args.only else commands:
-            _run(command)
+            _run(command, env=PARALLEL_ENV if "--nbval" in command else None)
     elif args.command == "student":
         setup()
         _run([py, "-m", "tests.student.build", "student"])

@@ -871,8 +871,10 @@ def test_a_shape_in_another_order_names_a_transpose_only_when_the_numbers_are_th
         return t.roll(1, dims=-1).view(B, T, 4, 3).transpose(1, 2)
 
     assert check_exercise(shifted_and_4, "split_heads", echo=False).message.startswith(
-        "✗ Expected shape (2, 3, 5, 4), got (2, 4, 5, 3). The same sizes in another order, but "
-        "not the same numbers. The check calls your function with B = 2, T = 5, d_model = 12 and "
+        "✗ Expected shape (2, 3, 5, 4), got (2, 4, 5, 3). The same sizes in another order and the "
+        "same numbers, but no reordering of the dims puts them where the reference's are: a "
+        "reshape or view may read them in another order. The check calls your function with "
+        "B = 2, T = 5, d_model = 12 and "
         "num_heads = 3 (so d_k = 4). Following your output back, the first tensor on its way "
         "with a shape that no step of the reference has is made on line "
     )

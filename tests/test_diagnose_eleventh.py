@@ -81,3 +81,27 @@ def test_a_cut_in_a_helper_function_is_named_there_with_the_heads_it_makes():
     message = diagnose(fused_with_one_head_in_a_helper, mask=False, echo=False).message
     says(message, "cut into 1 head", f"line {marked(fused_with_one_head_in_a_helper)}:")
     assert "Tensor.split" not in message
+
+
+def split_reading_b_and_t_swapped(t, num_heads):
+    T, B, d_model = t.shape  # <-
+    return t.reshape(B, T, num_heads, d_model // num_heads).transpose(1, 2)
+
+
+def split_with_a_wrong_number_in_it(t, num_heads):
+    B, T, d_model = t.shape
+    d_k = d_model // num_heads
+    return t.reshape(B, T, num_heads, d_k).permute(0, 2, 3, 1) * 2.0  # <-
+
+
+def test_a_reshape_that_reads_the_numbers_in_another_order_is_not_said_to_change_them():
+    """The eleventh trial's false message: B and T swapped in a reshape give the reference's
+    numbers, laid out so that no reordering of the dims gives the reference: not 'not the same
+    numbers'. The wrong object: a shape in another order holding other numbers is told so."""
+    from helpers.diagnose import check_exercise
+
+    message = check_exercise(split_reading_b_and_t_swapped, "split_heads", echo=False).message
+    says(message, "the same numbers, but no reordering of the dims puts them where")
+    assert "not the same numbers" not in message
+    message = check_exercise(split_with_a_wrong_number_in_it, "split_heads", echo=False).message
+    says(message, "but not the same numbers")

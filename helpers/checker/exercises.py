@@ -532,9 +532,17 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
                 + ", and your code never reorders its dims: that step is missing."
             )
         elif out is not None and sorted(out.shape) == sorted(expected.shape):
-            message += (
-                f" The same sizes in another order, but not the same numbers. {check_sizes(name)}"
-            )
+            if _same(out.detach().flatten().sort().values, expected.flatten().sort().values):
+                message += (  # a reshape that reads them in another order (B and T swapped)
+                    " The same sizes in another order and the same numbers, but no reordering of "
+                    "the dims puts them where the reference's are: a reshape or view may read "
+                    f"them in another order. {check_sizes(name)}"
+                )
+            else:
+                message += (
+                    " The same sizes in another order, but not the same numbers. "
+                    f"{check_sizes(name)}"
+                )
         if out is not None and order is None:  # where the shape first goes wrong
             message += _shape_reading(trace, out, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)
