@@ -3,6 +3,7 @@
 - `course.commands`: the entry point, `python -m course lab|test|student|notebooks|bench|site|
   report` (standard library only: it runs with the system's Python, before .venv/ exists).
 - `course.site`: the static site (with `site_assets/`: the page template and the panels' loader).
+- `course.submissions`: a class's submitted notebooks read (never run): which exercise, what code.
 - `course.grade`: the checker run on submitted notebooks, each in `course.sandbox`'s confinement.
 - `course.report`: the class report made from those grades.
 

@@ -37,7 +37,8 @@ from collections import Counter
 from pathlib import Path
 
 from course import grade, sandbox
-from course.grade import EXERCISES, STATUSES, Result
+from course.grade import STATUSES, Result
+from course.submissions import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY_FILE = ROOT / ".report-key"

@@ -152,7 +152,7 @@ def make_class(folder: Path, students: int, seed: int = 0) -> dict[str, int]:
     how many notebooks of each kind were written."""
     import random
 
-    from course.grade import EXERCISES
+    from course.submissions import EXERCISES
 
     rng = random.Random(seed)
     kinds: dict[str, int] = {}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from course import grade, report, sandbox
-from course.grade import EXERCISES
+from course import grade, report, sandbox, submissions
+from course.submissions import EXERCISES
 from tests.report_cases import (
     BAD_CODE,
     LOOP,
@@ -67,14 +67,14 @@ def test_every_exercise_is_its_notebook_s_solution_and_check() -> None:
 
 
 def test_identify_by_title_then_file_name_then_function() -> None:
-    titles = grade.course_titles()
+    titles = submissions.course_titles()
     notebook = course_notebook(LOOP)
-    assert grade.identify("homework.ipynb", notebook, titles) == LOOP  # the title
+    assert submissions.identify("homework.ipynb", notebook, titles) == LOOP  # the title
     untitled = {"cells": [c for c in notebook["cells"] if c["cell_type"] == "code"]}
-    assert grade.identify(f"{LOOP}-Copy1.ipynb", untitled, titles) == LOOP  # the file name
-    assert grade.identify("mine.ipynb", untitled, titles) == LOOP  # defines my_attention only
+    assert submissions.identify(f"{LOOP}-Copy1.ipynb", untitled, titles) == LOOP  # the file name
+    assert submissions.identify("mine.ipynb", untitled, titles) == LOOP  # defines my_attention only
     empty = {"cells": [{"cell_type": "markdown", "source": "# my notes", "metadata": {}}]}
-    assert grade.identify("mine.ipynb", empty, titles) is None
+    assert submissions.identify("mine.ipynb", empty, titles) is None
 
 
 def test_extract_keeps_imports_definitions_and_constants_only() -> None:
@@ -84,7 +84,7 @@ def test_extract_keeps_imports_definitions_and_constants_only() -> None:
         "def helper(t):\n    return t\nclass Thing:\n    pass\nsizes = (2, 5)\nsizes = list(x)",
     ]
     notebook = {"cells": [{"cell_type": "code", "source": s, "metadata": {}} for s in cells]}
-    found = grade.extract(notebook, EXERCISES["my_attention"])
+    found = submissions.extract(notebook, EXERCISES["my_attention"])
     assert found.problem == ""
     assert [c["keep"] for c in found.cells] == [[0, 1], [0], [0, 2]]  # no class body, no list(x)
     assert found.cell_of == {"my_attention": 2, "helper": 3}
@@ -95,12 +95,12 @@ def test_extract_names_a_syntax_error_and_a_renamed_function() -> None:
         return {"cells": [{"cell_type": "code", "metadata": {}, "source": source}]}
 
     broken = one_cell("def my_attention(x, w_q, w_k, w_v, w_o):\n    return (x")
-    found = grade.extract(broken, EXERCISES["my_attention"])
+    found = submissions.extract(broken, EXERCISES["my_attention"])
     assert (
         found.status == "syntax" and "cell 1" in found.problem and "never closed" in found.problem
     )
     renamed = one_cell("def my_attn(x, w_q, w_k, w_v, w_o):\n    return x")
-    found = grade.extract(renamed, EXERCISES["my_attention"])
+    found = submissions.extract(renamed, EXERCISES["my_attention"])
     assert found.status == "not_found"
     assert found.problem == (
         "no function named my_attention in this notebook; it defines my_attn with the same number "
@@ -109,31 +109,32 @@ def test_extract_names_a_syntax_error_and_a_renamed_function() -> None:
 
 
 def test_read_notebook_refuses_what_is_not_one(tmp_path: Path) -> None:
-    assert grade.read_notebook(write(tmp_path / "a.ipynb", '{"cells": ['))[1].startswith(
+    assert submissions.read_notebook(write(tmp_path / "a.ipynb", '{"cells": ['))[1].startswith(
         "not a notebook: invalid JSON (line 1"
     )
-    assert grade.read_notebook(write(tmp_path / "b.ipynb", "[1, 2]"))[1] == (
+    assert submissions.read_notebook(write(tmp_path / "b.ipynb", "[1, 2]"))[1] == (
         "not a notebook: JSON without a list of cells"
     )
     (tmp_path / "c.ipynb").write_bytes(b"\xff\xfe\x00")
-    assert grade.read_notebook(tmp_path / "c.ipynb")[1] == "not a notebook: not UTF-8 text"
+    assert submissions.read_notebook(tmp_path / "c.ipynb")[1] == "not a notebook: not UTF-8 text"
     (tmp_path / "d.ipynb").symlink_to(tmp_path / "a.ipynb")
-    assert grade.read_notebook(tmp_path / "d.ipynb") == (None, "a symbolic link: not followed")
+    read = submissions.read_notebook
+    assert read(tmp_path / "d.ipynb") == (None, "a symbolic link: not followed")
     with (tmp_path / "e.ipynb").open("wb") as big:
-        big.truncate(grade.MAX_BYTES + 1)
-    assert grade.read_notebook(tmp_path / "e.ipynb")[1] == "21 MB, over the 20 MB a notebook may be"
+        big.truncate(submissions.MAX_BYTES + 1)
+    assert read(tmp_path / "e.ipynb")[1] == "21 MB, over the 20 MB a notebook may be"
 
 
 def test_layouts_flat_per_student_and_nbgrader(tmp_path: Path) -> None:
     write(tmp_path / "flat" / "ann.ipynb", "{}")
     write(tmp_path / "flat" / "ben" / "week1" / "x.ipynb", "{}")
     write(tmp_path / "flat" / "ben" / ".ipynb_checkpoints" / "x-checkpoint.ipynb", "{}")
-    found = grade.find_submissions(tmp_path / "flat")
+    found = submissions.find_submissions(tmp_path / "flat")
     assert [(s.student, s.relative) for s in found] == [
         ("ann", "ann.ipynb"), ("ben", "ben/week1/x.ipynb")
     ]  # fmt: skip
     write(tmp_path / "course" / "submitted" / "cat" / "ps1" / "03.ipynb", "{}")
-    found = grade.find_submissions(tmp_path / "course")
+    found = submissions.find_submissions(tmp_path / "course")
     assert [(s.student, s.relative) for s in found] == [("cat", "submitted/cat/ps1/03.ipynb")]
 
 
@@ -320,7 +321,7 @@ def test_a_child_s_answer_is_checked_before_it_is_believed() -> None:
 
 def test_a_notebook_the_grader_cannot_parse_costs_only_itself(tmp_path: Path) -> None:
     write(tmp_path / "deep" / "a.ipynb", "[" * 100_000 + "]" * 100_000)
-    assert grade.read_notebook(tmp_path / "deep" / "a.ipynb")[1] in (
+    assert submissions.read_notebook(tmp_path / "deep" / "a.ipynb")[1] in (
         "not a notebook: JSON nested too deeply", "not a notebook: JSON without a list of cells"
     )  # fmt: skip
     huge = with_exercise(LOOP, "x = 1\n" * 100_000)

@@ -147,26 +147,8 @@ def _where_in_learner_code(err: BaseException) -> str:
     return f" (line {frame.lineno}: `{code}`)" if code else f" (line {frame.lineno})"
 
 
-def _globals_read(fn: Callable) -> list[tuple[str, int]]:
-    """The integers the function reads from outside itself (a notebook's h = 4), by name."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return []
-    names, todo = [], [code]
-    while todo:
-        current = todo.pop()
-        names += [i.argval for i in dis.get_instructions(current)
-                  if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]  # fmt: skip
-        todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
-    scope = getattr(fn, "__globals__", {})
-    return [
-        (name, scope[name]) for name in dict.fromkeys(names)
-        if isinstance(scope.get(name), int) and not isinstance(scope.get(name), bool)
-    ]  # fmt: skip
-
-
-def _global_tensors(fn: Callable) -> list[tuple[str, torch.Tensor]]:
-    """The tensors the function reads from outside itself (a notebook's causal mask), by name."""
+def _read_from_outside(fn: Callable) -> list[tuple[str, object]]:
+    """(name, value) of each global the function (and any function inside it) reads, in order."""
     code = getattr(fn, "__code__", None)
     names, todo = [], [code] if code is not None else []
     while todo:
@@ -175,7 +157,19 @@ def _global_tensors(fn: Callable) -> list[tuple[str, torch.Tensor]]:
                   if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]  # fmt: skip
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
     scope = getattr(fn, "__globals__", {})
-    return [(n, scope[n]) for n in dict.fromkeys(names) if isinstance(scope.get(n), torch.Tensor)]
+    return [(name, scope[name]) for name in dict.fromkeys(names) if name in scope]
+
+
+def _globals_read(fn: Callable) -> list[tuple[str, int]]:
+    """The integers the function reads from outside itself (a notebook's h = 4), by name."""
+    return [
+        (n, v) for n, v in _read_from_outside(fn) if isinstance(v, int) and not isinstance(v, bool)
+    ]
+
+
+def _global_tensors(fn: Callable) -> list[tuple[str, torch.Tensor]]:
+    """The tensors the function reads from outside itself (a notebook's causal mask), by name."""
+    return [(n, v) for n, v in _read_from_outside(fn) if isinstance(v, torch.Tensor)]
 
 
 _MISMATCH = re.compile(
