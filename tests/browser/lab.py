@@ -152,8 +152,8 @@ def leave(page, base: str, token: str) -> None:
 def open_and_run_all(page, base: str, token: str, notebook: str, timeout_ms: int = 600_000):
     """Open a notebook, clear its stored outputs, Run All, and wait until every code cell has run
     (or one printed an error) and the kernel is idle. The time limit is a guard, not a measure:
-    18 trains two models live, and with torch on one thread beside the other test processes
-    (make test) its Run All took over 300 s on the 2-core test machine."""
+    18 trains two models live, and beside other test processes (a parallel run, torch on one
+    thread) its Run All took over 300 s on the 2-core test machine."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     leave(page, base, token)
