@@ -99,8 +99,11 @@ def static_server(directory: Path):
         def log_message(self, *args):
             pass
 
+    class Server(http.server.ThreadingHTTPServer):
+        request_queue_size = 64  # a page asks for many files at once (default: 5)
+
     handler = functools.partial(Quiet, directory=str(directory))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd = Server(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
