@@ -187,7 +187,7 @@ def _rows_nan():
     checks.check_attention_rows(scores.softmax(-1))
 
 
-# --- helpers/claims.py: layouts and counts ---------------------------------------------------
+# --- helpers/claims/layers.py: layouts and counts -------------------------------------------
 
 
 class _RowLinear(nn.Module):
