@@ -5,7 +5,7 @@ import matplotlib
 import pytest
 import torch
 
-from helpers.figures import plots
+from helpers.figures import plots, render
 
 WORDS = "the cat sat on a warm mat".split()
 
@@ -30,7 +30,7 @@ def test_block_matrix_draws_one_block_per_head():
     boundaries = sorted({line.get_xdata()[0] for line in ax.lines})
     assert boundaries == [4 * i - 0.5 for i in range(9)]
     assert [t.get_text() for t in ax.texts] == [f"$W_{{{i}}}^{{Q}}$" for i in range(8)]  # W_i^Q
-    assert plots._alt(fig).startswith("W^Q as x·W (32 × 32)")  # read without the $
+    assert render._alt(fig).startswith("W^Q as x·W (32 × 32)")  # read without the $
 
 
 def test_qkv_layouts_draws_three_pieces_at_one_scale():
@@ -242,9 +242,9 @@ def test_the_side_panels_lines_and_boxes_stand_3_to_1_on_white():
 
 
 def test_a_figure_without_titles_is_described_by_its_headings_legend_and_axes():
-    curves = plots._alt(plots.copy_curves([3.5] * 60, [3.0] * 60, 3.47, 60))
+    curves = render._alt(plots.copy_curves([3.5] * 60, [3.0] * 60, 3.47, 60))
     assert "lines: first copy: cannot be predicted, the repeat: can be copied" in curves
     assert "loss (mean of 50 steps) against training step" in curves
     maps = plots.heads_mosaic(torch.rand(2, 7, 7), WORDS, "", titles=["head 0, the sentence", "b"])
-    assert plots._alt(maps).startswith("head 0, the sentence;")
-    assert plots._alt(plots.attention_map(torch.eye(7), WORDS, "one head")) == "one head"
+    assert render._alt(maps).startswith("head 0, the sentence;")
+    assert render._alt(plots.attention_map(torch.eye(7), WORDS, "one head")) == "one head"
