@@ -34,6 +34,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -61,6 +62,11 @@ NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval
 # at a time: three processes at once took longer on this 2-core machine (docs/development.md).
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# 18's models are trained in nbval, in the browser's Run All, in the student copy's run and by the
+# unit tests: within one `test`, the first training of a model is kept in this folder and the
+# others read it back (helpers.induction.train_copying; seeded, so the same weights). The folder
+# lives as long as the command.
+TRAINED_CACHE = "COURSE_TRAINED_CACHE"
 
 
 def venv_python(venv: Path = VENV, os_name: str = os.name) -> Path:
@@ -411,8 +417,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup(test_tools=True)
         commands = test_commands(args.notebooks)
         part = {"lint": commands[:2], "unit": commands[2:3], "nbval": commands[3:]}
-        for command in part[args.only] if args.only else commands:
-            _run(command, env=PARALLEL_ENV if "--nbval" in command else None)
+        with tempfile.TemporaryDirectory(prefix="course-trained-") as trained:
+            for command in part[args.only] if args.only else commands:
+                env = {TRAINED_CACHE: trained, **(PARALLEL_ENV if "--nbval" in command else {})}
+                _run(command, env=env)
     elif args.command == "student":
         setup()
         _run([py, "-m", "tests.student.build", "student"])

@@ -150,3 +150,29 @@ def test_18_the_panel_shows_the_models_maps_and_each_heads_scores(two_layers):
     assert panel.message.startswith("14 tokens: 7, then the same 7 again")
     with pytest.raises(ValueError, match="needs 40 positions and the model has 32"):
         InductionExplorer(model, n=20)
+
+
+def test_a_model_trained_once_in_a_test_run_is_read_back_with_the_same_weights(
+    tmp_path, monkeypatch
+):
+    """$COURSE_TRAINED_CACHE (set by `make test` for one run): the second call with the same
+    arguments reads the first's model and replays its steps; other arguments train anew."""
+    from course.commands import TRAINED_CACHE
+    from helpers.induction import CACHE_ENV
+
+    assert TRAINED_CACHE == CACHE_ENV  # the command sets the variable the training reads
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    fresh = train_copying(num_layers=1, steps=30, seed=0)
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    first = train_copying(num_layers=1, steps=30, seed=0)
+    assert len(list(tmp_path.glob("*.pt"))) == 1
+    seen = []
+    again = train_copying(
+        num_layers=1, steps=30, seed=0, on_step=lambda s, r: seen.append((s, len(r.repeat)))
+    )
+    assert seen == [(s, s + 1) for s in range(30)]  # every step replayed, the curve growing
+    assert again.repeat == first.repeat == fresh.repeat and again.first == fresh.first
+    for name, weight in fresh.model.state_dict().items():
+        assert torch.equal(again.model.state_dict()[name], weight), name
+    other = train_copying(num_layers=1, steps=30, seed=1)  # another seed: trained, kept apart
+    assert other.repeat != fresh.repeat and len(list(tmp_path.glob("*.pt"))) == 2
