@@ -7,7 +7,7 @@ maths, code, outputs and figures), with MathJax 3 from npm (fetched once, pinned
 panels still work: the build runs the notebook's code here, in this process, up to each panel,
 asks the panel for the frames of every setting its controls can reach (the same code and checks
 as in JupyterLab, `_Panel.static_state`), and the page draws them with the course's own
-helpers/panels/view.js (served as attention_view.js); moving a slider, hovering, clicking, the
+helpers/panels/js/ (joined, served as attention_view.js); moving a slider, hovering, clicking, the
 lines mode, the keyboard and saving the view work as in the notebook. What needs Python (12's
 text box) says so, with how to run the notebook for real. The build prints the size of every
 page and its time, against budgets.
@@ -253,11 +253,13 @@ def copy_assets(out: Path) -> None:
     static = out / "_static"
     static.mkdir(parents=True, exist_ok=True)
     shutil.copy2(fetch_mathjax(), static / "tex-svg-full.js")
-    view = (ROOT / "helpers" / "panels" / "view.js").read_text(encoding="utf-8")
+    from helpers.panels.view import view_script
+
+    view = view_script()
     # the same module as a classic script: pages opened from file:// cannot import modules
     classic = view.replace("export default { render };", "window.CourseAttentionView = { render };")
     if classic == view:
-        raise RuntimeError("panels/view.js no longer ends with `export default { render };`")
+        raise RuntimeError("panels/js/events.js no longer ends with `export default { render };`")
     (static / "attention_view.js").write_text(f"(function () {{\n{classic}\n}})();\n", "utf-8")
     shutil.copy2(ROOT / "helpers" / "panels" / "view.css", static / "attention_view.css")
     for name in ("loader.js", "site.css"):

@@ -36,7 +36,7 @@ RISE = {"scroll": True, "width": "100%", "height": "100%", "transition": "none",
 SCREEN = 660  # px a slide may fill: 720, less RISE's 20-px top margin and slack for the estimate
 # a drawn widget's height on a slide (its output's text/plain is the "▶ … drawn here" line): a
 # panel's controls, message and toolbar (~120 px) and its maps at ~300 px (they give up height to
-# fit what the slide leaves them, down to 220 px in panels/view.js, where labels get cramped);
+# fit what the slide leaves them, down to 220 px in panels/js/build.js, where labels get cramped);
 # the predict-then-run box and 18's training curve keep their own size
 WIDGET_HEIGHTS = {"the predict-then-run box": 150, "the training curve": 340}
 PANEL_HEIGHT = 440

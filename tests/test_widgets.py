@@ -2,7 +2,6 @@
 explain; every setting a control reaches next is already there."""
 
 import copy
-from pathlib import Path
 
 import pytest
 import torch
@@ -395,9 +394,10 @@ def test_by_default_h_steps_over_the_values_that_cannot_work():
 
 def test_the_browser_and_the_kernel_step_h_by_the_same_rule():
     from helpers.panels.base import _working_h
+    from helpers.panels.view import view_script
 
     stops = [1, 2, 4, 8, 16]
     assert [_working_h(stops, 5, 4), _working_h(stops, 7, 8), _working_h(stops, 6)] == [8, 4, 8]
     assert [_working_h(stops, 3), _working_h(stops, 16, 15), _working_h([], 5, 4)] == [4, 16, 5]
-    js = (Path(__file__).parents[1] / "helpers" / "panels" / "view.js").read_text()
+    js = view_script()
     assert "function workingH(stops, h, previous)" in js

@@ -83,7 +83,7 @@ def _h_controls(panel, h: int, d_model: int = 0, high: int = 0) -> dict[str, wid
 def _working_h(stops: list[int], h: int, previous: int | None = None) -> int:
     """h if it is one of the stops; else the next stop the way h moved from `previous` (a key
     press from 4 to 5 goes on to 8 at d_model = 64); else the nearest (the larger on a tie).
-    The browser's `workingH` (view.js) follows the same rule."""
+    The browser's `workingH` (js/events.js) follows the same rule."""
     if h in stops or not stops:
         return h
     up, down = [s for s in stops if s > h], [s for s in stops if s < h]
@@ -236,7 +236,7 @@ class _Panel(widgets.VBox):
     def _stop_h_where_it_works(self) -> None:
         """With the every-h switch off, h stops only where d_model / h is whole: the view gets
         those h for each d_model the panel offers (`h_stops`) and moves h on in the browser
-        (view.js); a move made here in Python (a test, a cell) is moved on here."""
+        (js/events.js); a move made here in Python (a test, a cell) is moved on here."""
         h, d_model = self.controls["h"], self.controls.get("d_model")
         if d_model is None:
             d_models = [self.view.d_model]  # the panel's own, fixed

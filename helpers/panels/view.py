@@ -7,8 +7,8 @@ why that setting cannot work. The maps travel as float32 buffers: the first set 
 traits, every later step as one custom message with only what it adds or drops. The panel's
 sliders are tied to the view's traits with `widgets.jslink`, so a move switches frames inside the
 browser (one frame on screen later, no round trip to the kernel); the kernel then prefetches
-around the new setting. The JavaScript sits beside this file (`view.js`,
-`view.css`): no build step, nothing fetched from a CDN.
+around the new setting. The JavaScript sits beside this file, in parts (`js/`, joined into one
+module by `view_script`), with `view.css`: no build step, nothing fetched from a CDN.
 
 In the browser: hover a cell for its weight (3 decimals), click a query (a row or its word) to
 follow it through every head, and switch between maps and lines (query → key, as in bertviz).
@@ -53,6 +53,15 @@ class Frame:
     name: str = ""  # a matrix block: its name, e.g. "W^Q"
 
 
+# The view's JavaScript: one ES module in parts, joined in this order (constants before their use).
+VIEW_JS = ("store", "tiles", "modes", "build", "save", "pointer", "keys", "events")
+
+
+def view_script() -> str:
+    """The panels' JavaScript as one module: the parts in panels/js/, in VIEW_JS's order."""
+    return "\n".join((HERE / "js" / f"{name}.js").read_text(encoding="utf-8") for name in VIEW_JS)
+
+
 class AttentionView(anywidget.AnyWidget):
     """h attention maps drawn on a canvas at the screen's pixel ratio, with a side table.
 
@@ -61,7 +70,7 @@ class AttentionView(anywidget.AnyWidget):
     head to outline (and, with `enlarge`, to draw large). `query` is the followed row (-1: none).
     """
 
-    _esm = HERE / "view.js"
+    _esm = view_script()
     _css = HERE / "view.css"
 
     buffer = traitlets.Bytes(b"").tag(sync=True)
