@@ -1,7 +1,9 @@
 """Browser tests run only where Debian's Chromium is installed; elsewhere they are skipped with a
 message saying how to get it, so a student's `make test` still passes. CI installs it."""
 
+import inspect
 import os
+import re
 
 import pytest
 
@@ -10,9 +12,11 @@ from tests.browser.lab import CHROMIUM, chromium_page, jupyter_lab
 HOW = "install it with: apt-get install -y chromium (CI does this in .ci/run)"
 
 
-# Tests that read a panel as Run All left it (or put it back), in the order they run on one
-# notebook: grouped by notebook, they share one Run All instead of one each (a Run All in the
-# browser takes 5-30 s).
+# test_in_jupyterlab's tests run notebook by notebook, so that one Run All (a Run All in the
+# browser takes 5-55 s) serves every test of its notebook: first test_run_all_shows_no_error,
+# then the tests that only read the panel as Run All left it, then those that move its controls
+# (each puts back what it moved: h, the every-h switch, the mode, the viewport), and last the
+# drags, which leave their slider where it landed.
 SHARED_RUN = (
     "test_hover_shows_the_weight_the_kernel_computed",
     "test_the_keyboard_alone_reads_weights_and_follows_a_query",
@@ -20,20 +24,31 @@ SHARED_RUN = (
     "test_text_numbers_and_the_selected_button_stand_out",
     "test_the_panel_fits_a_1280x720_projector_in_presentation_mode",
 )
+LAST = ("test_a_dragged_slider_lands_on_its_frame",)
+# a test without a `notebook` parameter names its notebook in its code: run(lab, page, "…")
+_NAMED = re.compile(r'(?:run\(lab, page,|notebook =) "(\d\d_\w+\.ipynb)"')
+
+
+def _notebook_of(item) -> str:
+    """The notebook a test runs on ('' for one that opens none), without a panel's #n."""
+    params = getattr(item, "callspec", None)
+    if params and "notebook" in params.params:
+        return params.params["notebook"].partition("#")[0]
+    found = _NAMED.search(inspect.getsource(item.function))
+    return found.group(1) if found else ""
 
 
 def _grouped(items):
-    """test_in_jupyterlab's items: every Run All first, then the SHARED_RUN tests notebook by
-    notebook, then the rest in their order."""
+    """test_in_jupyterlab's items, notebook by notebook: its Run All, the SHARED_RUN tests, the
+    others in their order, the LAST ones."""
 
     def key(pair):
         index, item = pair
         name = item.originalname
-        notebook = getattr(item, "callspec", None) and item.callspec.params.get("notebook")
-        if name in SHARED_RUN:
-            return (2, notebook.partition("#")[0], notebook, SHARED_RUN.index(name), index)
-        return (0 if name == "test_run_all_shows_no_error" else 1 if name.startswith("test_18")
-                else 3, "", "", 0, index)  # fmt: skip
+        phase = (0 if name == "test_run_all_shows_no_error" else 1 if name in SHARED_RUN
+                 else 3 if name in LAST else 2)  # fmt: skip
+        order = SHARED_RUN.index(name) if name in SHARED_RUN else 0
+        return (_notebook_of(item), phase, order, index)
 
     return [item for _, item in sorted(enumerate(items), key=key)]
 
