@@ -290,6 +290,7 @@ class _Run:
         self.found = _match(self.stages, records, self.hits_of)
         self.right: dict[str, torch.Tensor] = {}  # see _right_stages, for the current stages
         self.departs = "out"  # see _departure
+        self.borrowed = False  # stages taken from a departure that another call showed first
 
     def trial(self, mistakes: tuple[str, ...], keep: dict | None = None) -> tuple[dict, _Found]:
         """The stages with `mistakes` made, and the learner's records matched to them; `keep`:

@@ -34,6 +34,8 @@ _REWORK = {
     "multiply", "add", "radd", "iadd", "sub", "rsub", "isub", "subtract", "pow", "sqrt", "exp",
     "setitem", "sigmoid", "tanh", "relu", "gelu", "elu", "softplus", "abs", "log", "neg",
     "square", "clamp", "clip", "sign", "normalize", "log_softmax", "exp2", "log2", "reciprocal",
+    "floordiv", "rfloordiv", "ifloordiv", "floor_divide", "remainder", "fmod", "mod", "floor",
+    "ceil", "round", "trunc",
 }  # fmt: skip
 
 

@@ -160,12 +160,22 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
 
 
 def _difference(
-    mine: torch.Tensor, stage: str, value: torch.Tensor, heads: int = 1, head: int | None = None
+    mine: torch.Tensor,
+    stage: str,
+    value: torch.Tensor,
+    heads: int = 1,
+    head: int | None = None,
+    op: str = "",
 ) -> str:
     """'largest difference 0.781, most of all in head 1' between the learner's tensor and the
     stage, in the form with the learner's shape; `head`: the head a loop's pass made mine for
-    (compared with that head's, not with the nearest of all heads')."""
+    (compared with that head's, not with the nearest of all heads'); `op`: the op that made mine
+    (18's weights summed or averaged over the queries are compared with the reference's sum or
+    mean, not with one query's)."""
     forms = [f for f in _forms(value, KINDS[stage]) if f.shape == mine.shape]
+    if KINDS[stage] == "stripe" and mine.shape != value.shape:  # one query's, or all of them
+        reduce = {"sum": value.sum(-1), "mean": value.mean(-1)}.get(op)  # reduced over queries
+        forms = [reduce] if reduce is not None and reduce.shape == mine.shape else []
     if head is not None and value.dim() == 4 and head < value.shape[1]:
         forms = [value[:, head]] if value[:, head].shape == mine.shape else forms
     if not forms:
@@ -173,6 +183,9 @@ def _difference(
     diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
     diff, form = min(zip(diffs, forms), key=lambda pair: float(pair[0].max()))
     text = f"largest difference {float(diff.max()):.3g}"
+    if KINDS[stage] == "stripe" and mine.shape != value.shape:
+        text += f", yours and the reference's each {'summed' if op == 'sum' else 'averaged'} over "
+        text += "the queries"
     ratio = _ratio(mine, form)
     if ratio is not None and stage in ("scores", "xw", "out"):
         return f"yours are the reference's × {ratio:.3g}: the same numbers at another scale"
@@ -331,6 +344,8 @@ def _explain(
         # a departure no known mistake explains: report it once (from the first run that shows
         # it) and go on from the learner's own tensor in every run that departs there
         first = pending[0]
+        if first.borrowed:  # this call goes on from a departure first seen in another call:
+            break  # what differs next may be that same slip showing again, or another: unknown
         special = [_missing_head(run) or _misplaced(run) for run in pending]
         if special[0]:
             stage, target, record, detail, hint = special[0]
@@ -346,6 +361,7 @@ def _explain(
                 for run, s in zip(pending, special):
                     run.given[target] = s[2].tensor
                     run.stages, run.found = run.trial(tuple(made))
+                    run.borrowed |= run is not first
                 continue
             break
         unvouched = [n for n in first.stages if n not in _vouched(first.found, first.stages)]
@@ -388,7 +404,14 @@ def _explain(
             break  # said already
         heads = first.stages["q_heads"].shape[1] if "q_heads" in first.stages else 1
         detail = (
-            _difference(record.tensor, target, first.stages[target], heads, _pass(record, first))
+            _difference(
+                record.tensor,
+                target,
+                first.stages[target],
+                heads,
+                _pass(record, first),
+                _op(record),
+            )  # fmt: skip
             if record
             else ""
         )
@@ -435,6 +458,7 @@ def _explain(
         for run, r in followed:
             run.given[target] = r.tensor
             run.stages, run.found = run.trial(tuple(made))
+            run.borrowed |= run is not first  # going on from a departure another call showed
     findings = [_blamed_input(f, runs, at) for f, at in zip(findings, stages_at)]
     findings = [_layout_source(f, runs) for f in findings]
     findings = [_outside_divisor(f, runs[0], outside) or f for f in findings]

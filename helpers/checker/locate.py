@@ -487,15 +487,31 @@ def _missing_head(run: _Run):
         head = missing[0]
         record = siblings[index + head * per_pass] if per_pass else None
         copies = [k for k in range(h) if record is not None and equal(record.tensor, k)]
+        # how many of the learner's tensors equal each head's: "again" only for one made twice
+        made = [sum(r.tensor.shape == mine.tensor.shape and equal(r.tensor, k)
+                    for r in run.records) for k in range(h)]  # fmt: skip
         detail = f"head {head}'s is never made"
-        if copies:
+        if copies and made[copies[0]] > 1:
             detail += f": in its place your code makes head {copies[0]}'s again"
-        hint = (
-            "each head needs its own slice: look at which head's matrices or features this line "
-            "takes in each pass of the loop."
-        )
+            hint = (
+                "each head needs its own slice: look at which head's matrices or features this "
+                "line takes in each pass of the loop."
+            )
+        else:  # fewer passes than heads: one is skipped, not replaced
+            ones = [str(k) for k in range(h) if made[k]]
+            detail += f": your code makes head{'s' if len(ones) > 1 else ''} {_and(ones)}'s only"
+            hint = (
+                f"every head from 0 to {h - 1} needs its own pass: look at which heads your code "
+                "goes through (a loop's range, for instance)."
+            )
+            record = mine
         return stage, None, record, detail, hint
     return None
+
+
+def _and(items: list[str]) -> str:
+    """['1', '2', '3'] -> '1, 2 and 3'."""
+    return ", ".join(items[:-1]) + (" and " if len(items) > 1 else "") + items[-1]
 
 
 def _transposed_input(record: Record, run: _Run) -> bool:
