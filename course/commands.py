@@ -31,6 +31,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -56,12 +57,14 @@ COURSE_PINS = (
 TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
-# strict nbval runs the notebooks two at a time (pytest-xdist, one notebook per process), each
-# kernel's torch on one thread (PARALLEL_ENV: two processes with torch's default threads each
-# trained 18's model 10 times slower than one alone). The unit and browser tests still run one
-# at a time: three processes at once took longer on this 2-core machine (docs/development.md).
+# `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
+# browser tests in two (each with its own Chromium and JupyterLab); the unit tests, then strict
+# nbval; and test_install, which mostly waits on PyPI. torch gets one thread in every
+# lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default threads each trained
+# 18's model several times slower than one alone. `--only nbval` runs two notebooks at a time.
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+LOGS = ROOT / ".test-logs"
 # 18's models are trained in nbval, in the browser's Run All, in the student copy's run and by the
 # unit tests: within one `test`, the first training of a model is kept in this folder and the
 # others read it back (helpers.induction.train_copying; seeded, so the same weights). The folder
@@ -313,7 +316,8 @@ def lab_command(root_dir: Path, port: int, cull_idle: int) -> list[str]:
 
 
 def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
-    """ruff, the unit tests, strict nbval on every notebook (two at a time): each must pass."""
+    """ruff, the unit tests, strict nbval on every notebook (two at a time): each must pass. What
+    `test --only` runs; the whole `test` runs the same tests in test_lanes."""
     py = str(venv_python())
     return [
         [py, "-m", "ruff", "check", "."],
@@ -321,6 +325,66 @@ def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
         [py, "-m", "pytest", "tests"],
         [py, "-m", "pytest", "-n", NBVAL_WORKERS, "--dist", "loadfile", *NBVAL, notebooks],
     ]
+
+
+def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
+    """The tests of test_commands after ruff, in four lanes run at once, each in its order:
+    together they run every test file and every notebook once."""
+    py = str(venv_python())
+    pytest = [py, "-m", "pytest", "-p", "no:cacheprovider"]
+    browser, install = "tests/browser", "tests/test_install.py"
+    lab = f"{browser}/test_in_jupyterlab.py"
+    return {
+        "browser: panels in JupyterLab": [[*pytest, lab]],
+        "browser: slides, links, site": [[*pytest, browser, f"--ignore={lab}"]],
+        "unit + nbval": [
+            [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}"],
+            [*pytest, *NBVAL, notebooks],
+        ],
+        "pip": [[*pytest, install]],
+    }
+
+
+def run_lanes(lanes: dict[str, list[list[str]]], env: dict[str, str], logs: Path = LOGS) -> int:
+    """Run each lane's commands in order, the lanes at once, each lane's output into
+    logs/<lane>.log; print each log as its lane ends, then one line per lane. A lane stops at
+    its first failing command. Returns the first non-zero exit code, else 0."""
+    import threading
+
+    logs.mkdir(exist_ok=True)
+    done: dict[str, tuple[int, float]] = {}
+    printing = threading.Lock()
+
+    def lane(name: str, commands: list[list[str]]) -> None:
+        log, start, code = logs / f"{re.sub(r'[^a-z]+', '_', name).strip('_')}.log", time.time(), 0
+        with open(log, "w", encoding="utf-8") as out:
+            for command in commands:
+                out.write(f"$ {' '.join(command)}\n")
+                out.flush()
+                code = subprocess.call(command, cwd=ROOT, env={**os.environ, **env},
+                                       stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+                if code:
+                    break
+        done[name] = (code, time.time() - start)
+        with printing:
+            print(f"\n===== {name}: {'passed' if not code else f'FAILED ({code})'} in "
+                  f"{done[name][1]:.0f} s ({log.relative_to(ROOT)}) =====", flush=True)  # fmt: skip
+            print(log.read_text(encoding="utf-8", errors="replace"), flush=True)
+
+    threads = [threading.Thread(target=lane, args=item) for item in lanes.items()]
+    print(f"the tests in {len(lanes)} lanes at once: {', '.join(lanes)} (each lane's output "
+          "is printed when it ends)", flush=True)  # fmt: skip
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            try:
+                thread.join()
+            except KeyboardInterrupt:
+                continue  # the commands got the Ctrl+C too and are stopping
+    for name, (code, seconds) in done.items():
+        print(f"  {name}: {'passed' if not code else 'FAILED'} ({seconds:.0f} s)")
+    return next((code for code, _ in done.values() if code), 0)
 
 
 def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
@@ -418,9 +482,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         commands = test_commands(args.notebooks)
         part = {"lint": commands[:2], "unit": commands[2:3], "nbval": commands[3:]}
         with tempfile.TemporaryDirectory(prefix="course-trained-") as trained:
-            for command in part[args.only] if args.only else commands:
+            for command in part[args.only] if args.only else commands[:2]:
                 env = {TRAINED_CACHE: trained, **(PARALLEL_ENV if "--nbval" in command else {})}
                 _run(command, env=env)
+            if not args.only:
+                code = run_lanes(
+                    test_lanes(args.notebooks), {TRAINED_CACHE: trained, **PARALLEL_ENV}
+                )
+                if code:
+                    raise SystemExit(code)
     elif args.command == "student":
         setup()
         _run([py, "-m", "tests.student.build", "student"])

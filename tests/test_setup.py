@@ -126,6 +126,29 @@ def test_lab_installs_the_course_only_and_test_adds_the_tools():
     assert "--nbval" in commands[3] and commands[3][commands[3].index("--dist") + 1] == "loadfile"
 
 
+def test_the_lanes_run_every_test_file_and_every_notebook_once():
+    """`test` runs after ruff three lanes at once; together they collect each test file (and the
+    notebooks, under nbval) exactly once. The wrong object: a lane that also ran the browser
+    tests would collect them twice."""
+    from course.commands import test_lanes
+
+    def collected(command: list[str]) -> list[str]:
+        run = subprocess.run([*command[:3], "--collect-only", "-q", *command[3:]],
+                             capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        assert run.returncode == 0, run.stdout[-2000:]
+        return sorted({line.split("::")[0] for line in run.stdout.splitlines() if "::" in line})
+
+    lanes = test_lanes()
+    files = {str(c): collected(c) for commands in lanes.values() for c in commands}
+    tests = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py"))
+    notebooks = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(f for found in files.values() for f in found) == sorted(tests + notebooks)
+    unit = lanes["unit + nbval"][0]  # the wrong object: that lane without its --ignore of browser/
+    wrong = collected([c for c in unit if c != "--ignore=tests/browser"])
+    rest = [f for c, found in files.items() if c != str(unit) for f in found]
+    assert sorted(wrong + rest) != sorted(tests + notebooks)  # browser/ twice: the check fails
+
+
 def test_make_targets_call_the_entry_point():
     for target, expected in [("lab", "-m course lab"), ("test", "-m course test"),
                              ("nbval", "-m course test --only nbval"),
