@@ -372,6 +372,7 @@ def run_lanes(lanes: dict[str, list[list[str]]], env: dict[str, str], logs: Path
             print(log.read_text(encoding="utf-8", errors="replace"), flush=True)
 
     threads = [threading.Thread(target=lane, args=item) for item in lanes.items()]
+    started = time.time()
     print(f"the tests in {len(lanes)} lanes at once: {', '.join(lanes)} (each lane's output "
           "is printed when it ends)", flush=True)  # fmt: skip
     for thread in threads:
@@ -384,6 +385,11 @@ def run_lanes(lanes: dict[str, list[list[str]]], env: dict[str, str], logs: Path
                 continue  # the commands got the Ctrl+C too and are stopping
     for name, (code, seconds) in done.items():
         print(f"  {name}: {'passed' if not code else 'FAILED'} ({seconds:.0f} s)")
+    passed = not any(code for code, _ in done.values())
+    times = {"date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count(), "passed": passed,
+             "seconds": round(time.time() - started),
+             "lanes": {name: round(seconds) for name, (_, seconds) in done.items()}}  # fmt: skip
+    (logs / "times.json").write_text(json.dumps(times, indent=1))  # read by `make bench`
     return next((code for code, _ in done.values() if code), 0)
 
 

@@ -290,6 +290,15 @@ def nbval_suite() -> dict:
     return {"seconds": time.perf_counter() - start, "passed": run.returncode == 0}
 
 
+def last_make_test() -> dict | None:
+    """The lanes' times of the last `make test` in this folder (.test-logs/times.json, written by
+    course.commands.run_lanes), or None: timing a whole `make test` here would double the bench."""
+    from course.commands import LOGS
+
+    path = LOGS / "times.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def per_notebook() -> list[dict]:
     """Each notebook on a fresh kernel: run time (with kernel start) and the kernel's peak RSS."""
     import nbformat
@@ -465,6 +474,16 @@ def main() -> None:
             if name != "ready_ms":
                 print(f"  {name:<16} n={v['n']:>2}  min {v['min_ms']:5.1f}  median "
                       f"{v['median_ms']:5.1f}  p95 {v['p95_ms']:5.1f} ms")  # fmt: skip
+
+    results["make_test"] = m = last_make_test()
+    if m:
+        lanes = ", ".join(f"{name} {s} s" for name, s in m["lanes"].items())
+        print(f"\nthe last `make test` here ({m['date']}, {m['cores']} cores, passed: {m['passed']}): "
+              f"its lanes {m['seconds']} s after setup and ruff (target: make test <= 600 s in all); "
+              f"{lanes}")  # fmt: skip
+    else:
+        print("\nmake test's lanes: not measured here yet (run `make test`; its times go to "
+              ".test-logs/times.json)")  # fmt: skip
 
     results["nbval_suite"] = s = nbval_suite()
     print(
