@@ -18,8 +18,9 @@ engine, a pipeline of small modules:
    find a second departure downstream. A departure no known mistake explains is reported as such,
    at the first stage the learner made a tensor for (17's code never makes q), or where a head's
    slice is never made (head 0's matrices in every pass of a loop), or where a right tensor is
-   used in another's place (w_k and w_v swapped); the engine continues from the learner's own
-   tensor. When it cannot tell the line, the message says so.
+   used in another's place (w_k and w_v swapped) (`unexplained`); the engine continues from the
+   learner's own tensor, except in a call that goes on from a departure another call showed first.
+   When it cannot tell the line, the message says so.
 4. Each departure is reported with what differs, the learner's line (`locate`, `sources`,
    `scales`), and a hint that points at the line, not at the solution (`words`).
 

@@ -20,13 +20,14 @@ from helpers.checker.compare import (
     _same,
     _vouched,
 )
-from helpers.checker.locate import _own, _role
+from helpers.checker.locate import _role
 from helpers.checker.mistakes import (
     KINDS,
     WRONG_NUM_HEADS,
 )
 from helpers.checker.scales import _d_k, _scale_of
 from helpers.checker.trace import Record
+from helpers.checker.unexplained import _own
 
 # arithmetic that changes a tensor's numbers in place of a stage (not the next stage's op)
 _REWORK = {

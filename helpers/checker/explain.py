@@ -42,26 +42,15 @@ from helpers.checker.departures import (
 )
 from helpers.checker.locate import (
     _blamed_input,
-    _changed_in,
-    _changed_input,
-    _cut_first,
-    _equals_other_stage,
-    _first_use,
     _fused_call,
     _layout_source,
     _made_after_the_weights,
     _made_at,
     _made_at_records,
-    _made_in_place,
     _merge_start,
-    _misplaced,
-    _missing_head,
-    _own,
     _own_twin,
-    _right_until,
     _role,
     _same_line,
-    _transposed_input,
     _unseen_lines,
 )
 from helpers.checker.mistakes import (
@@ -73,6 +62,19 @@ from helpers.checker.mistakes import (
 from helpers.checker.scales import _scale_hint, _scale_of
 from helpers.checker.sources import _position
 from helpers.checker.trace import Record
+from helpers.checker.unexplained import (
+    _changed_in,
+    _changed_input,
+    _cut_first,
+    _equals_other_stage,
+    _first_use,
+    _made_in_place,
+    _misplaced,
+    _missing_head,
+    _own,
+    _right_until,
+    _transposed_input,
+)
 
 
 def _departure(run: _Run) -> str:
