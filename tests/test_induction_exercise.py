@@ -6,7 +6,8 @@ import re
 import pytest
 import torch
 
-from helpers.checker.mistakes import INDUCTION_MISTAKES, SLIPS, induction_stages
+from helpers.checker.mistakes import INDUCTION_MISTAKES, SLIPS
+from helpers.checker.stages import induction_stages
 from helpers.diagnose import check_exercise
 from helpers.induction import induction_scores
 from tests.messages import marked, says

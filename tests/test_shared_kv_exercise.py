@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from helpers.checker.mistakes import SLIPS, shared_kv_stages
+from helpers.checker.mistakes import SLIPS
+from helpers.checker.stages import shared_kv_stages
 from helpers.diagnose import check_exercise
 
 CORRECT = (

@@ -8,7 +8,7 @@ engine, a pipeline of small modules:
 1. The learner's function runs (`run`; again at other values and sizes, `again`) under
    `trace`, which records every tensor it makes and the line of their code that made it.
 2. If the output differs, the engine (`explain`, with `compare` and `departures`) looks among
-   those tensors for the reference's stages (`mistakes.attention_stages`: q, k, v, cut into
+   those tensors for the reference's stages (`stages.attention_stages`: q, k, v, cut into
    heads, scores, masked scores, weights, the heads' outputs, merged, out), in any layout the
    course teaches: all heads at once, one head at a time in a loop, (B, T, h, d_k) before the
    transpose, kᵀ.

@@ -8,11 +8,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from helpers.checker.mistakes import (
-    DEPENDS,
-    KINDS,
-    attention_stages,
-)
+from helpers.checker.mistakes import DEPENDS, KINDS
+from helpers.checker.stages import attention_stages
 from helpers.checker.trace import Record
 
 ATOL = 1e-4

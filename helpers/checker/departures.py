@@ -21,10 +21,7 @@ from helpers.checker.compare import (
     _vouched,
 )
 from helpers.checker.locate import _role
-from helpers.checker.mistakes import (
-    KINDS,
-    WRONG_NUM_HEADS,
-)
+from helpers.checker.mistakes import KINDS, WRONG_NUM_HEADS
 from helpers.checker.scales import _d_k, _scale_of
 from helpers.checker.trace import Record
 from helpers.checker.unexplained import _own

@@ -34,11 +34,6 @@ from helpers.checker.mistakes import (
     INDUCTION_MISTAKES,
     SHARED_KV_MISTAKES,
     WRONG_NUM_HEADS,
-    attention_stages,
-    head_scores_stages,
-    induction_stages,
-    shared_kv_stages,
-    split_stages,
 )
 from helpers.checker.run import (
     _changed_in_place,
@@ -67,6 +62,13 @@ from helpers.checker.sizes import (
     check_sizes,
 )
 from helpers.checker.sources import _fallback
+from helpers.checker.stages import (
+    attention_stages,
+    head_scores_stages,
+    induction_stages,
+    shared_kv_stages,
+    split_stages,
+)
 from helpers.checker.trace import Record
 from helpers.checker.words import (
     _EXERCISE_HINTS,

@@ -53,12 +53,7 @@ from helpers.checker.locate import (
     _same_line,
     _unseen_lines,
 )
-from helpers.checker.mistakes import (
-    DEPENDS,
-    HOME,
-    KINDS,
-    WRONG_NUM_HEADS,
-)
+from helpers.checker.mistakes import DEPENDS, HOME, KINDS, WRONG_NUM_HEADS
 from helpers.checker.scales import _scale_hint, _scale_of
 from helpers.checker.sources import _position
 from helpers.checker.trace import Record

@@ -26,11 +26,7 @@ from helpers.checker.compare import (
     _same,
     _same_in_some_form,
 )
-from helpers.checker.mistakes import (
-    DEPENDS,
-    HOME,
-    KINDS,
-)
+from helpers.checker.mistakes import DEPENDS, HOME, KINDS
 from helpers.checker.scales import _scale_hint
 from helpers.checker.sources import _position
 from helpers.checker.trace import Record

@@ -6,9 +6,7 @@ from __future__ import annotations
 import torch
 
 from helpers.checker.compare import _forms, _op, _ratio, _Run
-from helpers.checker.mistakes import (
-    KINDS,
-)
+from helpers.checker.mistakes import KINDS
 from helpers.checker.trace import Record
 
 

@@ -18,10 +18,7 @@ from helpers.checker.compare import (
     _vouched,
 )
 from helpers.checker.locate import _closure, _role
-from helpers.checker.mistakes import (
-    DEPENDS,
-    KINDS,
-)
+from helpers.checker.mistakes import DEPENDS, KINDS
 from helpers.checker.trace import Record
 
 

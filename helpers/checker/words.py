@@ -12,12 +12,7 @@ from helpers.checker.again import _written_numbers
 from helpers.checker.compare import ATOL, Finding, _forms, _Run, _same
 from helpers.checker.explain import _explain
 from helpers.checker.locate import _made_at_records, _only_layout_calls
-from helpers.checker.mistakes import (
-    KINDS,
-    STAGE_WORDS,
-    WRONG_NUM_HEADS,
-    describe,
-)
+from helpers.checker.mistakes import KINDS, STAGE_WORDS, WRONG_NUM_HEADS, describe
 from helpers.checker.run import _globals_read
 from helpers.checker.sources import (
     _fill_as_written,
