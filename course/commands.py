@@ -58,10 +58,11 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
-# browser tests in two (each with its own Chromium and JupyterLab); the unit tests, then strict
-# nbval; and test_install, which mostly waits on PyPI. torch gets one thread in every
-# lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default threads each trained
-# 18's model several times slower than one alone. `--only nbval` runs two notebooks at a time.
+# browser tests in two (each with its own Chromium and JupyterLab), strict nbval after the panels;
+# the unit tests; test_install (it waits on PyPI), then the student copy's run. torch gets one
+# thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default
+# threads each trained 18's model several times slower than one alone. `--only nbval` runs two
+# notebooks at a time.
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 LOGS = ROOT / ".test-logs"
@@ -332,16 +333,15 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     together they run every test file and every notebook once."""
     py = str(venv_python())
     pytest = [py, "-m", "pytest", "-p", "no:cacheprovider"]
-    browser, install = "tests/browser", "tests/test_install.py"
+    browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     lab = f"{browser}/test_in_jupyterlab.py"
-    return {
-        "browser: panels in JupyterLab": [[*pytest, lab]],
-        "browser: slides, links, site": [[*pytest, browser, f"--ignore={lab}"]],
-        "unit + nbval": [
-            [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}"],
-            [*pytest, *NBVAL, notebooks],
-        ],
-        "pip": [[*pytest, install]],
+    return {  # balanced by their times in a fresh clone's run (docs/development.md)
+        "panels in JupyterLab, then nbval": [[*pytest, lab], [*pytest, *NBVAL, notebooks]],
+        "slides, links, site": [[*pytest, browser, f"--ignore={lab}"]],
+        "unit": [
+            [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}", f"--ignore={student}"]
+        ],  # fmt: skip
+        "pip, then the student copy": [[*pytest, install], [*pytest, student]],
     }
 
 
@@ -356,7 +356,11 @@ def run_lanes(lanes: dict[str, list[list[str]]], env: dict[str, str], logs: Path
     printing = threading.Lock()
 
     def lane(name: str, commands: list[list[str]]) -> None:
-        log, start, code = logs / f"{re.sub(r'[^a-z]+', '_', name).strip('_')}.log", time.time(), 0
+        log, start, code = (
+            logs / f"{re.sub(r'[^a-z]+', '_', name.lower()).strip('_')}.log",
+            time.time(),
+            0,
+        )
         with open(log, "w", encoding="utf-8") as out:
             for command in commands:
                 out.write(f"$ {' '.join(command)}\n")
