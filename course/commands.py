@@ -58,8 +58,8 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
-# browser tests in two (each with its own Chromium and JupyterLab), strict nbval after the panels;
-# the unit tests; test_install (it waits on PyPI), then the student copy's run. torch gets one
+# browser tests in two (each with its own Chromium and JupyterLab), strict nbval and the student
+# copy's run after the panels; the unit tests; test_install (it waits on PyPI). torch gets one
 # thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default
 # threads each trained 18's model several times slower than one alone. `--only nbval` runs two
 # notebooks at a time.
@@ -336,12 +336,16 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     lab = f"{browser}/test_in_jupyterlab.py"
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
-        "panels in JupyterLab, then nbval": [[*pytest, lab], [*pytest, *NBVAL, notebooks]],
+        "panels in JupyterLab, nbval, the student copy": [
+            [*pytest, lab],
+            [*pytest, *NBVAL, notebooks],
+            [*pytest, student],
+        ],  # fmt: skip
         "slides, links, site": [[*pytest, browser, f"--ignore={lab}"]],
         "unit": [
             [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}", f"--ignore={student}"]
-        ],  # fmt: skip
-        "pip, then the student copy": [[*pytest, install], [*pytest, student]],
+        ],
+        "pip": [[*pytest, install]],
     }
 
 
