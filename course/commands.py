@@ -67,9 +67,10 @@ NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 LOGS = ROOT / ".test-logs"
 # 18's models are trained in nbval, in the browser's Run All, in the student copy's run and by the
-# unit tests: within one `test`, the first training of a model is kept in this folder and the
-# others read it back (helpers.induction.train_copying; seeded, so the same weights). The folder
-# lives as long as the command.
+# unit tests: within one `test`, a training that starts after an identical one has finished reads
+# that model back from this folder (helpers.induction.train_copying; seeded, so the same weights;
+# two identical trainings that start at once in two lanes both run). The folder lives as long as
+# the command.
 TRAINED_CACHE = "COURSE_TRAINED_CACHE"
 
 
@@ -330,7 +331,7 @@ def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
 
 def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     """The tests of test_commands after ruff, in four lanes run at once, each in its order:
-    together they run every test file and every notebook once."""
+    together they run every test file once, and strict nbval on every notebook once."""
     py = str(venv_python())
     pytest = [py, "-m", "pytest", "-p", "no:cacheprovider"]
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"

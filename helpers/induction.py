@@ -165,10 +165,11 @@ def train_copying(
     """Train an `AttentionOnly` model on repeated sequences with Adam, seeded; `on_step(step, run)`
     is called after every step (a notebook draws the loss curve as it grows).
 
-    Under the course's tests only ($COURSE_TRAINED_CACHE, a folder `make test` makes for one run and
-    removes after it): a model already trained with the same arguments in that run is read back
-    instead of trained again, its steps replayed through `on_step`. Training is seeded, so the
-    weights are the ones a new training gives (tests/test_induction.py checks both ways)."""
+    Under the course's tests only ($COURSE_TRAINED_CACHE, a folder `make test` makes for one run
+    and removes after it): a model whose training with the same arguments has finished in that run
+    is read back instead of trained again, its steps replayed through `on_step`. Training is
+    seeded, so the weights are the ones a new training gives (tests/test_induction.py checks both
+    ways)."""
     import time
 
     cached = _cache_file(num_layers, steps, seed, batch, lr, sizes)

@@ -15,8 +15,8 @@ def _seed():
 
 
 def pytest_collection_modifyitems(config, items):
-    """For a parallel run (`pytest -n N --dist loadgroup tests`; `make test` runs these tests one at
-    a time, docs/development.md says why): each browser test file is one group, run by one process
+    """For a pytest-xdist run (`pytest -n N --dist loadgroup tests`; `make test` runs its own lanes
+    instead, docs/development.md says why): each browser test file is one group, run by one process
     in its order (test_in_jupyterlab's tests share Run Alls in that order)."""
     for item in items:
         if item.path.parent.name == "browser":
