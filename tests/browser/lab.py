@@ -43,9 +43,10 @@ def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
     """Start JupyterLab on a free loopback port with a token; yield (base_url, token); stop it
     (the whole process group) whatever happens. By default it serves a copy of notebooks/, so
     JupyterLab's autosave can never change the committed notebooks that nbval then checks."""
+    made = []  # the temporary folders made here, removed at the end
     if root_dir is None:
-        copy = Path(tempfile.mkdtemp(prefix="course-notebooks-"))
-        root_dir = Path(shutil.copytree(ROOT / "notebooks", copy / "notebooks"))
+        made.append(Path(tempfile.mkdtemp(prefix="course-notebooks-")))
+        root_dir = Path(shutil.copytree(ROOT / "notebooks", made[-1] / "notebooks"))
     port, token = free_port(), secrets.token_hex(16)
     SCREENSHOTS.mkdir(exist_ok=True)
     log = open(SCREENSHOTS / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
@@ -58,6 +59,7 @@ def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
     # fresh settings and workspaces each time: nothing a test (or a teacher) left on this machine,
     # such as a slideshow left running, changes what the next test sees
     state = Path(tempfile.mkdtemp(prefix="course-lab-state-"))
+    made.append(state)
     env = dict(
         os.environ,
         JUPYTERLAB_SETTINGS_DIR=str(state / "settings"),
@@ -86,6 +88,8 @@ def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
+        for folder in made:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -220,6 +224,19 @@ def wait_for_change(read, before, timeout: float = 10.0):
             return value
         time.sleep(0.02)
     raise AssertionError(f"nothing changed within {timeout} s (still {before!r:.80})")
+
+
+def wait_for_frame(box, key, timeout: float = 10.0) -> None:
+    """Wait until the view draws its own frame for a setting: data-key `key` (or `key(data_key)`
+    true) and data-state "ok". Not the key alone: while a setting's frame is on its way the view
+    already carries the new key and shows the last frame it had, greyed ("pending")."""
+    matches = key if callable(key) else key.__eq__
+
+    def drawn():
+        state = box.get_attribute("data-state")
+        return state == "ok" and matches(box.get_attribute("data-key") or "")
+
+    wait_for_change(drawn, False, timeout)
 
 
 def presentation_mode(page, on: bool = True) -> None:

@@ -18,6 +18,7 @@ from tests.browser.lab import (
     presentation_mode,
     view,
     wait_for_change,
+    wait_for_frame,
 )
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -478,8 +479,7 @@ def test_by_default_one_press_of_h_goes_to_the_next_h_that_works(lab, page, note
     every_h(page, notebook, False)
     h_slider = this_panel(page, notebook).locator(".widget-slider").first
     press(page, h_slider, "ArrowRight")
-    wait_for_change(lambda: box.get_attribute("data-key") == key, False)
-    wait_for_change(lambda: box.get_attribute("data-state") == "ok", False)
+    wait_for_frame(box, key)
     assert "✗" not in box.locator(".av-message").inner_text()
     assert h_slider.locator(".widget-readout").inner_text() == key.rsplit("h=", 1)[1]
     press(page, h_slider, "ArrowLeft")
@@ -534,7 +534,7 @@ def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
     every_h(page, notebook, True)  # one h a press, as the presses below count
     for key, presses, h in (("ArrowLeft", 3, 1), ("ArrowRight", 15, 16), ("ArrowLeft", 12, 4)):
         press(page, h_slider, key, presses)
-        wait_for_change(lambda h=h: box.get_attribute("data-key").endswith(f"h={h}"), False)
+        wait_for_frame(box, lambda key, h=h: key.endswith(f"h={h}"))
         heights[h] = whole.bounding_box()["height"]
         hints[h] = (int(box.get_attribute("data-label-step")), box.locator(".av-hint").inner_text())
         if key == "ArrowRight":
@@ -587,8 +587,8 @@ def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
     assert "..'" not in message.inner_text() and ".'." not in message.inner_text()
     key = box.get_attribute("data-key")
     press(page, layer, "ArrowRight")
-    assert wait_for_change(lambda: box.get_attribute("data-key"), key).startswith("layer=1|")
-    assert box.get_attribute("data-state") == "ok"
+    wait_for_frame(box, lambda new: new != key)
+    assert box.get_attribute("data-key").startswith("layer=1|")
     assert "layer 1, head" in box.locator(".av-side").inner_text()
     box.screenshot(path=SCREENSHOTS / "12_real_model_heads_empty.png")
     text.fill("Le chat dort.")
@@ -693,8 +693,7 @@ def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
     assert buttons.all_inner_texts() == ["8 · MHA", "4 · GQA", "2 · GQA", "1 · MQA"]
     for index, g in enumerate([8, 4, 2, 1]):
         buttons.nth(index).click()
-        wait_for_change(lambda i=index: box.get_attribute("data-key") == f"kv={i}", False)
-        assert box.get_attribute("data-state") == "ok"
+        wait_for_frame(box, f"kv={index}")
         side = box.locator(".av-side").inner_text()
         assert f"KV cache after 7 tokens: {2 * g * 8 * 7 * 4:,} bytes" in side and "✗" not in side
         assert box.locator(".av-side svg rect").count() == 8 + g  # the grouping picture
@@ -718,8 +717,8 @@ def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
     for index, d_k in enumerate(D_KS):
         if index:
             press(page, slider, "ArrowRight")
-        wait_for_change(lambda i=index: box.get_attribute("data-key") == f"choice={i}", False)
-        assert readout.inner_text() == str(d_k) and box.get_attribute("data-state") == "ok"
+        wait_for_frame(box, f"choice={index}")
+        assert readout.inner_text() == str(d_k)
         side = box.locator(".av-side").inner_text()
         assert f"d_k = {d_k}, 16 keys" in side and "✗" not in side
         expected.d_k_slider.value = index
@@ -747,7 +746,7 @@ def test_the_rank_bars_follow_h(lab, page):
     h_slider = panel(page).locator(".widget-slider").first
     for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):  # 5-7 stepped over
         press(page, h_slider, key)
-        wait_for_change(lambda h=h: box.get_attribute("data-key") == f"d_model=32|h={h}", False)
+        wait_for_frame(box, f"d_model=32|h={h}")
         side = box.locator(".av-side").inner_text()
         d_k = 32 // h
         assert f"rank of each W_QK,i: {d_k}; of each W_OV,i: {d_k} (d_k = {d_k})" in side

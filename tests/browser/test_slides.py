@@ -48,6 +48,7 @@ def slideshow(page):
         page.locator(f"{PRESENT} .jp-Cell").first.click()
         yield page, nb, outside, errors
     slides.close()
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def present_text(page) -> str:
