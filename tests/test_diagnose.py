@@ -285,8 +285,8 @@ def test_an_unknown_slip_is_placed_at_its_stage_and_line_and_the_check_goes_on()
     result = diagnose(off_in_values, echo=False)
     assert result.mistakes == (None,) and result.findings[0].stage == "v"
     assert result.message.startswith(
-        "✗ Your values v = x·W^V differ from the reference's (largest difference 2.39, most of all "
-        "in head 2), in a way that matches no known mistake.\n  Where: line "
+        "✗ Your values v = x·W^V differ from the reference's (largest difference 2.39, in every "
+        "head, most of all in head 2), in a way that matches no known mistake.\n  Where: line "
     )
 
     def off_then_no_w_o(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
@@ -326,7 +326,9 @@ def test_a_mask_set_in_place_on_one_head_says_which_heads_and_entries():
         "matches no known mistake.\n"
         f"  Where: line {line}: "
         '`scores[:, 0] = scores[:, 0].masked_fill(~mask, float("-inf"))  # <-`\n'
-        "  Hint: look at the mask's condition and the value your masked_fill puts in."
+        "  Hint: look at how the mask reaches each head: the check's mask is the same for every "
+        "head, but your code masks some heads differently from others (as a mask given to some "
+        "heads only, or tiled over the heads in another order, would)."
     )
 
 
@@ -474,7 +476,8 @@ def test_exercises():
     swapped = check_exercise(split_swapped, "split_heads", echo=False).message
     assert swapped == (
         "✗ Expected shape (2, 3, 5, 4), got (2, 4, 3, 5). The same numbers with the dims in "
-        "another order: check which dims your transpose swaps."
+        "another order: look at the steps that set the order of the dims (a transpose or "
+        "permute, an einsum's output, or the dim a stack or cat joins along)."
     )
     shifted = check_exercise(split_shifted, "split_heads", echo=False)
     assert not shifted.ok and "largest difference 11, at index (0, 0, 0, 0)" in shifted.message
@@ -864,7 +867,7 @@ def test_a_shape_in_another_order_names_a_transpose_only_when_the_numbers_are_th
         return t.view(B, T, 4, 3).transpose(1, 2)  # 4 heads, written as a number
 
     message = check_exercise(hard_coded_4, "split_heads", echo=False).message
-    assert "transpose swaps" not in message and "num_heads_4" in message
+    assert "the order of the dims" not in message and "num_heads_4" in message
 
     def shifted_and_4(t, num_heads):
         B, T, d_model = t.shape

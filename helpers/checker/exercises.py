@@ -522,8 +522,9 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         order = _permuted(out, expected) if out is not None else None
         if order is not None and _rearranges(trace.records):
             message += (
-                " The same numbers with the dims in another order: check which dims your "
-                "transpose swaps."
+                " The same numbers with the dims in another order: look at the steps that set "
+                "the order of the dims (a transpose or permute, an einsum's output, or the dim a "
+                "stack or cat joins along)."
             )
         elif order is not None:
             moved = [i for i, j in enumerate(order) if i != j]
@@ -574,11 +575,25 @@ def _permuted(out: torch.Tensor, expected: torch.Tensor) -> tuple[int, ...] | No
     )  # fmt: skip
 
 
-_TRANSPOSES = ("transpose", "permute", "t", "swapaxes", "swapdims", "movedim", "get", "einsum")
+_TRANSPOSES = (
+    "transpose",
+    "permute",
+    "t",
+    "swapaxes",
+    "swapdims",
+    "movedim",
+    "get",
+    "einsum",
+    "stack",
+    "cat",
+    "concat",
+    "concatenate",
+)  # a join's dim sets an order too
 
 
 def _rearranges(records: list[Record]) -> bool:
-    """Whether the learner's code transposes or permutes a tensor (x.T and x.mT are "__get__")."""
+    """Whether the learner's code sets the order of dims: transposes or permutes a tensor (x.T and
+    x.mT are "__get__"), or joins tensors along a dim."""
     return any(r.op.strip("_") in _TRANSPOSES for r in records)
 
 

@@ -249,12 +249,15 @@ def _entries(n: int, how: str) -> str:
 
 
 def _which_heads(per_head: torch.Tensor) -> str:
-    """'only in heads 1, 2' when some heads are right, else 'most of all in head 1'."""
+    """'only in heads 1, 2' when some heads are right; 'in every head alike', or 'in every head,
+    most of all in head 1', when none is."""
     wrong = [i for i, d in enumerate(per_head.tolist()) if d > ATOL]
     if len(per_head) > 1 and len(wrong) == len(per_head) and _alike(per_head):
         return "in every head alike"
     if 0 < len(wrong) < len(per_head):
         return f"only in head{'s' if len(wrong) > 1 else ''} {', '.join(map(str, wrong))}"
+    if len(per_head) > 1 and len(wrong) == len(per_head):
+        return f"in every head, most of all in head {int(per_head.argmax())}"
     return f"most of all in head {int(per_head.argmax())}"
 
 
@@ -426,10 +429,17 @@ def _explain(
                     "this line hides scores with a mask the check did not ask for: this call "
                     "passes no mask, so every score should stay."
                 )
-            elif "kept that the reference masks" not in detail:
+            elif "kept that the reference masks" not in detail and "only in head" not in detail:
                 hint = (
                     "look at the mask on this line: it hides scores that the check's mask keeps "
                     "(True = may attend)."
+                )
+        if target in ("scores", "masked") and "masked" in first.stages and "only in head" in detail:
+            if "the reference keeps" in detail or "the reference masks" in detail:
+                hint = (
+                    "look at how the mask reaches each head: the check's mask is the same for "
+                    "every head, but your code masks some heads differently from others (as a mask "
+                    "given to some heads only, or tiled over the heads in another order, would)."
                 )
         if scale is not None and target not in ("scores", "masked", "weights", "out"):
             hint = _scale_hint(record, first)
