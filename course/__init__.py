@@ -6,7 +6,11 @@
 - `course.submissions`: a class's submitted notebooks read (never run): which exercise, what code.
 - `course.grade`: the checker run on submitted notebooks, each in `course.sandbox`'s confinement.
 - `course.report`: the class report made from those grades.
+- `course.student`: the student copy (each exercise's solution replaced by its skeleton).
+- `course.bench`: `make bench`'s speed figures, with `course.browser` (JupyterLab driven in
+  Chromium, which the browser tests share) and `course.sample_class` (a generated class).
+- `course.authoring`: the notebooks' slide metadata, maths and class time.
 
-Imports run one way: `course` may import `helpers` (the checker, the panels); `helpers` never
-imports `course` (tests/test_house.py holds both to it).
+Imports run one way: `course` may import `helpers` (the checker, the panels), never `tests`;
+`helpers` imports neither (tests/test_house.py holds them to it).
 """

@@ -48,6 +48,7 @@ STUDENT_SOURCE = VENV / "course-student-notebooks"  # made anew by each `lab`: t
 RECORD = ".course-copies.json"  # in the working copy: what each notebook was when copied
 SUPPORTED = ((3, 11), (3, 14))  # the Pythons the pins have wheels for, inclusive
 COURSE_PINS = (
+    "requirements-pip.txt",
     "requirements-torch.txt",
     "requirements.txt",
     "requirements-nodeps.txt",
@@ -105,11 +106,13 @@ TORCH_HINT = (
 
 
 def install_steps(test_tools: bool = False) -> list[tuple[str, list[str]]]:
-    """(what, command) for each install step, in order. torch goes first, alone, from
+    """(what, command) for each install step, in order. pip goes first (requirements-pip.txt:
+    the same installer whatever Python made .venv/), then torch, alone, from
     requirements-torch.txt: on Linux that file names PyTorch's CPU index and the +cpu build
     (PyPI's Linux wheel is the CUDA build, several GB)."""
     pins = ("-c", "constraints.txt", "-r")
     steps = [
+        ("pip 26.3, the installer the steps below use", pip_install(*pins, "requirements-pip.txt")),
         (
             "torch 2.13.0, the CPU build (~200 MB: quiet until it is done)",
             pip_install(*pins, "requirements-torch.txt"),
@@ -285,7 +288,7 @@ def lab_source(solutions: bool = False) -> tuple[Path, Path]:
     if solutions:
         return ROOT / "notebooks", WORKING_COPY_SOLUTIONS
     shutil.rmtree(STUDENT_SOURCE, ignore_errors=True)  # a notebook the course dropped must go
-    _run([str(venv_python()), "-m", "tests.student.build", "--quiet", str(STUDENT_SOURCE)])
+    _run([str(venv_python()), "-m", "course.student", "--quiet", str(STUDENT_SOURCE)])
     return STUDENT_SOURCE, WORKING_COPY
 
 
@@ -411,9 +414,9 @@ def notebooks_commands(notebooks: Sequence[str]) -> list[list[str]]:
          "--ExecutePreprocessor.kernel_name=python3", "--ExecutePreprocessor.timeout=300",
          "--ExecutePreprocessor.record_timing=False",
          "--ExecutePreprocessor.store_widget_state=False", *notebooks],
-        [py, "-m", "tests.strip_widget_state", *notebooks],
-        [py, "-m", "tests.maths", *notebooks],
-        [py, "-m", "tests.slides", *notebooks],
+        [py, "-m", "course.authoring.strip_widget_state", *notebooks],
+        [py, "-m", "course.authoring.maths", *notebooks],
+        [py, "-m", "course.authoring.slides", *notebooks],
         [py, "-m", "tests.ledger"],  # docs/claims.md: every ✓ and the check behind it
     ]  # fmt: skip
 
@@ -508,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     raise SystemExit(code)
     elif args.command == "student":
         setup()
-        _run([py, "-m", "tests.student.build", "student"])
+        _run([py, "-m", "course.student", "student"])
     elif args.command == "notebooks":
         setup(test_tools=True)
         paths = args.paths or [
@@ -518,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _run(command)
     elif args.command == "bench":
         setup(test_tools=True)
-        _run([py, "-m", "tests.bench.run_bench"])
+        _run([py, "-m", "course.bench"])
     elif args.command == "site":
         setup()
         _run([py, "-m", "course.site", *(["--binder", args.binder] if args.binder else []),

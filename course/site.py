@@ -287,7 +287,7 @@ def _exercises(notebook, solutions: bool = True) -> None:
     output replaced by where to run it."""
     import nbformat
 
-    from tests.student.build import stub  # the student copy's own skeletons (make student)
+    from course.student import stub  # the student copy's own skeletons (make student)
 
     cells = []
     for n, cell in enumerate(notebook.cells):

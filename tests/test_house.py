@@ -30,6 +30,17 @@ def test_helpers_never_imports_the_course_tools():
     assert {path: names for path, names in found.items() if names} == {}
 
 
+def test_neither_the_tools_nor_the_notebooks_code_imports_the_tests():
+    """tests/ imports the course; nothing the course runs (the student copy, the bench, a class's
+    report) needs tests/ (which a course installed from a wheel does not have)."""
+    found = {
+        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if n.split(".")[0] == "tests")
+        for package in ("course", "helpers")
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert {path: names for path, names in found.items() if names} == {}
+
+
 def test_the_math_imports_no_figure_panel_checker_or_tool():
     allowed = {f"helpers.{name}" for name in MATH} | {"helpers"}
     for name in MATH:

@@ -1,12 +1,12 @@
-"""The notebooks' maths is rendered, in one notation (tests/maths.py): no backticked formula is
-left, and every $…$ formula is one MathJax typesets as meant."""
+"""The notebooks' maths is rendered, in one notation (course/authoring/maths.py): no backticked
+formula is left, and every $…$ formula is one MathJax typesets as meant."""
 
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tests.maths import convert, formulas, is_formula, problems, to_latex
+from course.authoring.maths import convert, formulas, is_formula, problems, to_latex
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -17,7 +17,8 @@ def test_every_formula_is_rendered_and_typesets(path):
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
     for cell in cells:
         _, left = convert(cell.source)
-        assert left == [], f"backticked formulas: {left}; run `python -m tests.maths {path}`"
+        how = f"run `python -m course.authoring.maths {path}`"
+        assert left == [], f"backticked formulas: {left}; {how}"
         for formula in formulas(cell.source):
             assert problems(formula) == [], formula
 

@@ -58,7 +58,7 @@ def test_a_panel_shows_one_friendly_line_before_the_notebook_runs(path):
 
 
 def test_strip_widget_state_removes_only_the_widget_state(tmp_path):
-    from tests.strip_widget_state import main
+    from course.authoring.strip_widget_state import main
 
     path = tmp_path / "n.ipynb"
     path.write_text(json.dumps({"cells": [], "metadata": {"widgets": {"x": 1}, "kernelspec": {}}}))

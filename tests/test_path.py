@@ -1,5 +1,5 @@
 """The path through the course: every notebook fits a class slot by the stated rule
-(tests/class_time.py), and no notebook uses a term before the notebook that explains it
+(course/authoring/class_time.py), and no notebook uses a term before the notebook that explains it
 (notebooks/glossary.md)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.class_time import SLOT, ClassTime, class_time, course_times
+from course.authoring.class_time import SLOT, ClassTime, class_time, course_times
 
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY = ROOT / "notebooks" / "glossary.md"
@@ -194,7 +194,7 @@ def test_every_link_in_a_notebook_stays_in_the_notebooks_folder():
     """JupyterLab serves the notebooks' folder (the working copy, the student copy or notebooks/):
     a link out of it (../docs/…) is a 404 there. Every relative link in every notebook and in the
     glossary names a file beside them, and the student copy holds the same files."""
-    from tests.student.build import build
+    from course.student import build
 
     folder = ROOT / "notebooks"
     texts = {p.name: "\n".join("".join(c["source"]) for c in json.loads(p.read_text())["cells"]

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from course import grade, report, sandbox, submissions
-from course.submissions import EXERCISES
-from tests.report_cases import (
+from course.sample_class import (
     BAD_CODE,
     LOOP,
     MISTAKEN,
@@ -26,6 +25,7 @@ from tests.report_cases import (
     with_exercise,
     write,
 )
+from course.submissions import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
 SET = ("one_head", "my_attention")  # the homework: 01's and 03's exercises

@@ -77,7 +77,7 @@ def test_postbuild_installs_helpers_and_the_model_without_dependencies():
 def test_installed_versions_are_the_pins_and_torch_is_the_cpu_build():
     wanted = (
         pins("requirements.txt") | pins("requirements-test.txt") | pins("requirements-nodeps.txt")
-    )
+    ) | pins("requirements-pip.txt")  # the pip that tests/test_install.py resolves with
     for package, version in wanted.items():
         assert importlib.metadata.version(package).split("+")[0] == version, package
     assert importlib.metadata.version("torch") == "2.13.0+cpu"
@@ -116,6 +116,8 @@ def test_lab_installs_the_course_only_and_test_adds_the_tools():
     lab = " ".join(" ".join(command) for _, command in install_steps())
     test = " ".join(" ".join(command) for _, command in install_steps(test_tools=True))
     assert lab.index("requirements-torch.txt") < lab.index("-r requirements.txt")  # torch first
+    assert lab.index("-r requirements-pip.txt") < lab.index("requirements-torch.txt")  # pip before
+    assert pins("requirements-pip.txt") == {"pip": "26.3"}
     assert "requirements-test.txt" not in lab and "-r requirements-test.txt" in test
     assert "--no-deps -r requirements-nodeps.txt" in lab
     assert "--MappingKernelManager.cull_idle_timeout=1200" in lab_command(ROOT, 8888, 1200)

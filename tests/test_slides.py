@@ -1,12 +1,13 @@
-"""Every committed notebook carries the slide metadata that tests/slides.py derives from its cells
-(so `make notebooks` keeps slides in step with new cells), and the rules give what a class needs."""
+"""Every committed notebook carries the slide metadata that course/authoring/slides.py derives from
+its cells (so `make notebooks` keeps slides in step with new cells), and the rules give what a
+class needs."""
 
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tests.slides import RISE, SCREEN, estimated_height, slide_types
+from course.authoring.slides import RISE, SCREEN, estimated_height, slide_types
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

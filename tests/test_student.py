@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.student.build import ROOT, build, stub
+from course.student import ROOT, build, stub
 
 WITH_EXERCISES = ["01_self_attention.ipynb", "03_per_head_projections.ipynb",
                   "05_cut_into_heads.ipynb", "06_one_model_two_layouts.ipynb",

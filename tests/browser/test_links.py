@@ -23,7 +23,7 @@ LINKS = ".jp-Notebook a[href]:not(.jp-InternalAnchorLink)"
 
 def student_copy(tmp: Path) -> Path:
     out = tmp / "student"
-    subprocess.run([sys.executable, "-m", "tests.student.build", "--quiet", str(out)],
+    subprocess.run([sys.executable, "-m", "course.student", "--quiet", str(out)],
                    cwd=ROOT, check=True)  # fmt: skip
     return out
 

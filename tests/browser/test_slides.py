@@ -15,8 +15,8 @@ import nbformat
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from course.authoring.slides import slide_types
 from tests.browser.lab import ROOT, SCREENSHOTS, jupyter_lab, wait_for_change
-from tests.slides import slide_types
 
 NOTEBOOK = "03_per_head_projections.ipynb"
 PRESENT = "section.present"

@@ -11,8 +11,8 @@ which splitting slides cannot help. The test fails if a notebook gains one or on
 import nbformat
 import pytest
 
+from course.authoring.slides import slide_types
 from tests.browser.lab import ROOT, SCREENSHOTS, leave
-from tests.slides import slide_types
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
 WIDTH, HEIGHT = 1280, 720

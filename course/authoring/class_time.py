@@ -1,6 +1,6 @@
 """How long each notebook takes in class, by one stated rule, and the course's budget per slot.
 
-    python -m tests.class_time [NOTEBOOK ...]     prints a table (every notebook by default)
+    python -m course.authoring.class_time [NOTEBOOK ...]    a table (every notebook by default)
 
 The rule (minutes), counted on the committed notebook:
 - prose: the markdown's words / 150 (read aloud or silently, with a pause to look at a formula);
@@ -27,7 +27,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 SLOT = 30  # minutes: the longest a notebook may take by the rule
 WORDS_PER_MINUTE = 150
 CODE_LINES_PER_MINUTE = 5

@@ -1,6 +1,6 @@
 """Maths in the notebooks' markdown is rendered (MathJax, in JupyterLab and in the slideshow), in
-one notation: `python -m tests.maths notebooks/*.ipynb` turns a backticked formula into $LaTeX$,
-and a test checks that none is left and that every formula is one MathJax can typeset.
+one notation: `python -m course.authoring.maths notebooks/*.ipynb` turns a backticked formula
+into $LaTeX$, and a test checks that none is left and that every formula is one MathJax can typeset.
 
 The notation: head index down, role up, as in W_i^Q (the key's W_i^K, the output's W^O_i);
 Elhage et al.'s W_QK and W_OV keep their role down, and head i's are W_{QK,i}, W_{OV,i}; d_model

@@ -1,4 +1,5 @@
-"""Drop saved widget state from notebooks: `python -m tests.strip_widget_state NOTEBOOK...`.
+"""Drop saved widget state from notebooks:
+`python -m course.authoring.strip_widget_state NOTEBOOK...`.
 
 JupyterLab never draws a panel from saved state (before Run All it shows the panel's one-line
 text instead), so the state would only add the panels' float32 frames to git.

@@ -1,8 +1,8 @@
 """Slide metadata for RISE (jupyterlab-rise), derived from each notebook's own structure.
 
-`python -m tests.slides notebooks/*.ipynb` writes it; `make notebooks` runs it, and a test checks
-that every committed notebook carries exactly what these rules give, so a new cell cannot leave a
-slide half-made. The rules follow the course's "one idea per section" shape:
+`python -m course.authoring.slides notebooks/*.ipynb` writes it; `make notebooks` runs it, and a
+test checks that every committed notebook carries exactly what these rules give, so a new cell
+cannot leave a slide half-made. The rules follow the course's "one idea per section" shape:
 - the title cell and every markdown cell that opens a section (`## `) start a **slide**;
 - a markdown cell inside a section (no heading) starts a **subslide**, the next step of the idea;
 - a code cell continues its slide (`-`): the idea, its code and its check are seen together;

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_NOTE = (  # where the answer is: a deliberate step, never the next cell or slide
     "    # Stuck after a real try? The course's `lab --solutions` serves a copy with the solution."
 )

@@ -1,5 +1,5 @@
-"""Submitted notebooks for tests/test_report.py and the bench: right ones, the checker's catalogued
-mistakes, and the bad inputs a grader must survive (each names what it tries).
+"""Generated submissions, for `make bench`'s class report and tests/test_report.py: right ones, the
+checker's catalogued mistakes, and the bad inputs a grader must survive (each names what it tries).
 
 A submission is the course's own notebook with its exercise cell replaced, as a student who
 filled in the student copy would hand it in.
@@ -141,7 +141,7 @@ def solution(stem: str) -> str:
 
 def skeleton(stem: str) -> str:
     """The student copy's skeleton of that exercise (raises NotImplementedError)."""
-    from tests.student.build import stub
+    from course.student import stub
 
     return stub(solution(stem))
 

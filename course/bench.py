@@ -22,7 +22,7 @@ from helpers.attention import FusedMultiHeadAttention, KVCache, kv_cache_bytes
 from helpers.layouts import split, to_torch
 from helpers.timing import interleaved_medians
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".bench"
 
 
@@ -79,7 +79,7 @@ def _summary(rows: list[dict]) -> dict:
 def _h_then_d_model(page, base, token, notebook: str, results: dict) -> None:
     """A panel with h and d_model sliders starting at h = 4, d_model = 32 (04, 16): h to 16,
     then d_model to 128, recorded as "NN h" and "NN d_model"."""
-    from tests.browser.lab import open_and_run_all, panel
+    from course.browser import open_and_run_all, panel
 
     open_and_run_all(page, base, token, notebook)
     sliders = panel(page).locator(".widget-slider")
@@ -92,7 +92,7 @@ def _h_then_d_model(page, base, token, notebook: str, results: dict) -> None:
 
 def _clicks(page, base, token, notebook: str, buttons: tuple[int, ...]) -> list[dict]:
     """Click a panel's buttons in turn (at a student's pace); the first visits recorded."""
-    from tests.browser.lab import open_and_run_all, panel
+    from course.browser import open_and_run_all, panel
 
     open_and_run_all(page, base, token, notebook)
     page.evaluate(RECORDER)
@@ -105,7 +105,7 @@ def _clicks(page, base, token, notebook: str, buttons: tuple[int, ...]) -> list[
 def _induction_visits(page, base, token, results: dict) -> None:
     """18: every head of both layers, then the other sequence (its frames are all sent with the
     panel, so each is a first paint, not a first computation)."""
-    from tests.browser.lab import open_and_run_all, panel
+    from course.browser import open_and_run_all, panel
 
     open_and_run_all(page, base, token, "18_induction_heads.ipynb")
     layer, head = panel(page).locator(".widget-slider").all()
@@ -121,7 +121,7 @@ def _induction_visits(page, base, token, results: dict) -> None:
 def first_visits_in_browser() -> dict:
     """Key press (or click) -> new maps painted, in JupyterLab in Chromium, on settings never
     shown before in that page: what a class sees when each slider is moved once."""
-    from tests.browser.lab import chromium_page, jupyter_lab, open_and_run_all, panel
+    from course.browser import chromium_page, jupyter_lab, open_and_run_all, panel
 
     results: dict[str, list[dict]] = {}
     with jupyter_lab() as (base, token), chromium_page() as page:
@@ -201,7 +201,7 @@ def site_pages() -> dict:
     import tempfile
 
     from course import site
-    from tests.browser.lab import chromium_page, static_server
+    from course.browser import chromium_page, static_server
 
     pages = ["03_per_head_projections", "04_block_matrix", "12_real_model_heads", "15_shared_kv",
              "17_w_qk_and_w_ov"]  # fmt: skip
@@ -411,7 +411,7 @@ def class_report(students: int = 300) -> dict:
     import tempfile
 
     from course import grade, report, sandbox
-    from tests.report_cases import make_class
+    from course.sample_class import make_class
 
     with tempfile.TemporaryDirectory() as folder:
         kinds = make_class(Path(folder) / "class", students)
