@@ -22,7 +22,8 @@ engine, a pipeline of small modules:
    learner's own tensor, except in a call that goes on from a departure another call showed first.
    When it cannot tell the line, the message says so.
 4. Each departure is reported with what differs, the learner's line (`locate`, `sources`,
-   `scales`), and a hint that points at the line, not at the solution (`words`).
+   `scales`), and a hint that points at the line, not at the solution (`words`); an output of
+   the wrong shape or type gets its own message (`shapes`).
 
 Conventions (as everywhere in the course): x is (B, T, d_model); weights are plain tensors in
 nn.Linear's (out_features, in_features) layout, so a projection is `x @ w_q.T`; mask is boolean,

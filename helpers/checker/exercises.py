@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import itertools
 from collections.abc import Callable
 
 import torch
@@ -50,6 +49,7 @@ from helpers.checker.run import (
     _traced,
     _unpack,
 )
+from helpers.checker.shapes import _is_numpy, _numpy_message, _permuted, _shape_message
 from helpers.checker.sizes import (
     FURTHER_CHECK_SIZES,
     INDUCTION_SIZES,
@@ -59,7 +59,6 @@ from helpers.checker.sizes import (
     SHARED_KV_SIZES3,
     _sizes,
     _two_sizes,
-    check_sizes,
 )
 from helpers.checker.sources import _fallback
 from helpers.checker.stages import (
@@ -69,7 +68,6 @@ from helpers.checker.stages import (
     shared_kv_stages,
     split_stages,
 )
-from helpers.checker.trace import Record
 from helpers.checker.words import (
     _EXERCISE_HINTS,
     _EXERCISE_WORDS,
@@ -517,36 +515,8 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         )
         return _verdict(False, message, echo, note=note)
     if out is None or (out.shape != expected.shape and not explained):
-        got = tuple(out.shape) if out is not None else type(trace.result).__name__
-        message = f"✗ Expected shape {tuple(expected.shape)}, got {got}."
-        order = _permuted(out, expected) if out is not None else None
-        if order is not None and _rearranges(trace.records):
-            message += (
-                " The same numbers with the dims in another order: look at the steps that set "
-                "the order of the dims (a transpose or permute, an einsum's output, or the dim a "
-                "stack or cat joins along)."
-            )
-        elif order is not None:
-            moved = [i for i, j in enumerate(order) if i != j]
-            dims = " and ".join(map(str, moved)) if len(moved) == 2 else f"in the order {order}"
-            message += (
-                " The same numbers with the dims in another order: yours are the reference's "
-                f"with dims {dims} {'swapped' if len(moved) == 2 else ''}".rstrip()
-                + ", and your code never reorders its dims: that step is missing."
-            )
-        elif out is not None and sorted(out.shape) == sorted(expected.shape):
-            if _same(out.detach().flatten().sort().values, expected.flatten().sort().values):
-                message += (  # a reshape that reads them in another order (B and T swapped)
-                    " The same sizes in another order and the same numbers, but no reordering of "
-                    "the dims puts them where the reference's are: a reshape or view may read "
-                    f"them in another order. {check_sizes(name)}"
-                )
-            else:
-                message += (
-                    " The same sizes in another order, but not the same numbers. "
-                    f"{check_sizes(name)}"
-                )
-        if out is not None and order is None:  # where the shape first goes wrong
+        message = _shape_message(out, expected, trace, name)
+        if out is not None and _permuted(out, expected) is None:  # where the shape first goes wrong
             message += _shape_reading(trace, out, stages_of(**args), args)
         return _verdict(False, message, echo, note=note)
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):
@@ -558,59 +528,3 @@ def _check_exercise(fn: Callable, name: str, echo: bool) -> Diagnosis:
         else _fallback(out, expected)
     )
     return _verdict(False, message, echo, findings, note)
-
-
-def _permuted(out: torch.Tensor, expected: torch.Tensor) -> tuple[int, ...] | None:
-    """The order of `expected`'s dims that gives `out` (a transpose too many, or one missing), if
-    `out` holds the same numbers with its dims in another order; else None."""
-    if out.dim() != expected.dim() or out.dim() > 5:
-        return None
-    return next(
-        (
-            order for order in itertools.permutations(range(expected.dim()))
-            if tuple(expected.shape[i] for i in order) == tuple(out.shape)
-            and _same(out, expected.permute(order))
-        ),
-        None,
-    )  # fmt: skip
-
-
-_TRANSPOSES = (
-    "transpose",
-    "permute",
-    "t",
-    "swapaxes",
-    "swapdims",
-    "movedim",
-    "get",
-    "einsum",
-    "stack",
-    "cat",
-    "concat",
-    "concatenate",
-)  # a join's dim sets an order too
-
-
-def _rearranges(records: list[Record]) -> bool:
-    """Whether the learner's code sets the order of dims: transposes or permutes a tensor (x.T and
-    x.mT are "__get__"), or joins tensors along a dim."""
-    return any(r.op.strip("_") in _TRANSPOSES for r in records)
-
-
-def _is_numpy(result: object) -> bool:
-    return type(result).__module__.split(".")[0] == "numpy"
-
-
-def _numpy_message(result: object, expected: torch.Tensor, what: str) -> str:
-    """For a function that returns a numpy array: say so, and whether its numbers are right."""
-    try:
-        numbers = torch.as_tensor(result)
-        right = numbers.shape == expected.shape and _same(numbers.float(), expected)
-    except Exception:  # noqa: BLE001 - an array torch cannot read
-        right = False
-    same = " Its numbers equal the reference's." if right else ""
-    return (
-        f"✗ Your function returned a numpy array ({type(result).__name__}), not a torch tensor; "
-        f"it should return {what}.{same} Hint: keep the computation in torch: a tensor's "
-        ".numpy() leaves torch, and the check needs a torch tensor back."
-    )
