@@ -59,8 +59,9 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
-# browser tests in two (each with its own Chromium and JupyterLab), strict nbval and the student
-# copy's run after the panels; the unit tests; test_install (it waits on PyPI). torch gets one
+# panels in JupyterLab, then strict nbval and the student copy's run; the slideshow; the unit
+# tests; test_install (pip's resolves), then the static site and the notebooks' links. Each lane
+# with a browser has its own Chromium and JupyterLab. torch gets one
 # thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default
 # threads each trained 18's model several times slower than one alone. `--only nbval` runs two
 # notebooks at a time.
@@ -338,18 +339,18 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     py = str(venv_python())
     pytest = [py, "-m", "pytest", "-p", "no:cacheprovider"]
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
-    lab = f"{browser}/test_in_jupyterlab.py"
+    lab, site, links = (f"{browser}/test_{name}.py" for name in ("in_jupyterlab", "site", "links"))
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
         "panels in JupyterLab, nbval, the student copy": [
             [*pytest, lab],
             [*pytest, *NBVAL, notebooks],
             [*pytest, student],
         ],  # fmt: skip
-        "slides, links, site": [[*pytest, browser, f"--ignore={lab}"]],
+        "slides": [[*pytest, browser, f"--ignore={lab}", f"--ignore={site}", f"--ignore={links}"]],
         "unit": [
             [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}", f"--ignore={student}"]
         ],
-        "pip": [[*pytest, install]],
+        "pip, site, links": [[*pytest, install, site, links]],
     }
 
 
