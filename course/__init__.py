@@ -4,7 +4,8 @@
   report` (standard library only: it runs with the system's Python, before .venv/ exists).
 - `course.site`: the static site (with `site_assets/`: the page template and the panels' loader).
 - `course.submissions`: a class's submitted notebooks read (never run): which exercise, what code.
-- `course.grade`: the checker run on submitted notebooks, each in `course.sandbox`'s confinement.
+- `course.grade`: the checker run on submitted notebooks, each in a child of a `course.worker`
+  process, in `course.sandbox`'s confinement.
 - `course.report`: the class report made from those grades.
 - `course.student`: the student copy (each exercise's solution replaced by its skeleton).
 - `course.bench`: `make bench`'s speed figures, with `course.browser` (JupyterLab driven in

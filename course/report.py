@@ -36,7 +36,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from course import grade, sandbox
+from course import grade, sandbox, worker
 from course.grade import STATUSES, Result
 from course.submissions import EXERCISES
 
@@ -405,7 +405,7 @@ def problem_with(submissions: Path, out: Path) -> str | None:
         return f"{submissions} is a file: give the folder that holds the submitted notebooks"
     if not submissions.is_dir():
         return f"{submissions}: no such folder"
-    refusal = sandbox.refusal(grade.readable_paths())
+    refusal = sandbox.refusal(worker.readable_paths())
     if refusal:
         return refusal
     if _inside(out, submissions):
@@ -413,7 +413,7 @@ def problem_with(submissions: Path, out: Path) -> str | None:
             f"--out {out} is inside the submissions folder, where the grader never writes: give "
             "a folder outside it (the default is report/ where you run the command)"
         )
-    for readable in grade.readable_paths():
+    for readable in worker.readable_paths():
         if readable.startswith("/") and len(Path(readable).parts) > 2:
             if _inside(submissions, Path(readable)):
                 return (
