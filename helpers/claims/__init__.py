@@ -6,9 +6,9 @@ layer's layout and counts, shared K/V), `trained_heads` (11, 12, 13), `scaling` 
 `matrices` (05, 16, 17), `order` (positions), `induction` (18); `base` holds the ✗ they raise.
 Notebooks import them from `helpers.claims` (18 calls them as `claims.check_…`).
 `tests/test_claims*.py`, `tests/test_positions.py` and the ledger's wrong objects
-(`tests/ledger/wrong.py`) feed each one a wrong object (a biased layer, heads that share a matrix,
-a head that projects twice, a head looking elsewhere, a missing scale, a "rotation" that turns
-nothing, heads holding copies of a shared K/V) and show it fails.
+(`tests/ledger/wrong_claims.py`) feed each one a wrong object (a biased layer, heads that share a
+matrix, a head that projects twice, a head looking elsewhere, a missing scale, a "rotation" that
+turns nothing, heads holding copies of a shared K/V) and show it fails.
 Notebooks 08 and 14 check counts of what a call asks of PyTorch; those checks sit beside the
 counting, in `helpers.timing`.
 May import torch and helpers' math (`helpers.experiment`, `helpers.layouts`): no plotting, no

@@ -87,7 +87,7 @@ def problems(entries_: list[Entry]) -> list[str]:
             found.append(f"{where}: the cell prints this ✓ itself; declare what backs it in "
                          "tests/ledger/sites.py")  # fmt: skip
         if not e.wrong:
-            found.append(f"{where}: {e.check} declares no wrong object (tests/ledger/wrong.py)")
+            found.append(f"{where}: {e.check} declares no wrong object (tests/ledger/wrong_*.py)")
     ran = {id(w): w for e in entries_ for w in e.wrong}
     for w in ran.values():
         got = _outcome(w)
