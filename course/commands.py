@@ -339,14 +339,15 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     py = str(venv_python())
     pytest = [py, "-m", "pytest", "-p", "no:cacheprovider"]
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
-    lab, site, links = (f"{browser}/test_{name}.py" for name in ("in_jupyterlab", "site", "links"))
+    names = ("in_jupyterlab", "in_jupyterlab_controls", "site", "links")
+    lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
         "panels in JupyterLab, nbval, the student copy": [
-            [*pytest, lab],
+            [*pytest, lab, controls],  # one pytest: each notebook runs once for both files
             [*pytest, *NBVAL, notebooks],
             [*pytest, student],
         ],  # fmt: skip
-        "slides": [[*pytest, browser, f"--ignore={lab}", f"--ignore={site}", f"--ignore={links}"]],
+        "slides": [[*pytest, browser, *(f"--ignore={f}" for f in (lab, controls, site, links))]],
         "unit": [
             [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}", f"--ignore={student}"]
         ],

@@ -17,7 +17,7 @@ def _seed():
 def pytest_collection_modifyitems(config, items):
     """For a pytest-xdist run (`pytest -n N --dist loadgroup tests`; `make test` runs its own lanes
     instead, docs/development.md says why): each browser test file is one group, run by one process
-    in its order (test_in_jupyterlab's tests share Run Alls in that order)."""
+    in its order (the JupyterLab tests share Run Alls in that order)."""
     for item in items:
         if item.path.parent.name == "browser":
             item.add_marker(pytest.mark.xdist_group(item.path.stem))

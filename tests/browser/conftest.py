@@ -12,11 +12,12 @@ from tests.browser.lab import CHROMIUM, chromium_page, jupyter_lab
 HOW = "install it with: apt-get install -y chromium (CI does this in .ci/run)"
 
 
-# test_in_jupyterlab's tests run notebook by notebook, so that one Run All (a Run All in the
-# browser takes 5-55 s) serves every test of its notebook: first test_run_all_shows_no_error,
-# then the tests that only read the panel as Run All left it, then those that move its controls
-# (each puts back what it moved: h, the every-h switch, the mode, the viewport), and last the
-# drags, which leave their slider where it landed.
+# The IN_JUPYTERLAB tests run notebook by notebook, across both files, so that one Run All (a
+# Run All in the browser takes 5-55 s) serves every test of its notebook: first
+# test_run_all_shows_no_error, then the tests that only read the panel as Run All left it, then
+# those that move its controls (each puts back what it moved: h, the every-h switch, the mode,
+# the viewport), and last the drags, which leave their slider where it landed.
+IN_JUPYTERLAB = ("test_in_jupyterlab.py", "test_in_jupyterlab_controls.py")  # one pytest run
 SHARED_RUN = (
     "test_hover_shows_the_weight_the_kernel_computed",
     "test_the_keyboard_alone_reads_weights_and_follows_a_query",
@@ -39,8 +40,8 @@ def _notebook_of(item) -> str:
 
 
 def _grouped(items):
-    """test_in_jupyterlab's items, notebook by notebook: its Run All, the SHARED_RUN tests, the
-    others in their order, the LAST ones."""
+    """The IN_JUPYTERLAB files' items together, notebook by notebook: its Run All, the SHARED_RUN
+    tests, the others in their order, the LAST ones."""
 
     def key(pair):
         index, item = pair
@@ -54,7 +55,7 @@ def _grouped(items):
 
 
 def pytest_collection_modifyitems(config, items):
-    mine = [i for i, item in enumerate(items) if item.fspath.basename == "test_in_jupyterlab.py"]
+    mine = [i for i, item in enumerate(items) if item.fspath.basename in IN_JUPYTERLAB]
     if mine:
         block = _grouped([items[i] for i in mine])
         for i, item in zip(mine, block):

@@ -1,65 +1,31 @@
 """Every notebook in real JupyterLab in Chromium: Run All gives no error; in every panel drawn in
 the browser a hovered cell shows the kernel's number (and so does the keyboard's cell, by keys
-alone, in 01, 02, 03, 12, 13 and 18), a clicked query is
-followed through every head, impossible settings grey the maps and valid ones restore them, and
-the panel fits a 1280x720 projector in Presentation Mode. Screenshots go to .screenshots/."""
-
-import functools
-import re
+alone, in 01, 02, 03, 12, 13 and 18), a clicked query is followed through every head, text and
+numbers stand out, the lines mode and the saved SVG and PNG show what the maps show, and the panel
+fits a 1280x720 projector in Presentation Mode. Its sliders and buttons:
+test_in_jupyterlab_controls.py. Screenshots go to .screenshots/."""
 
 import pytest
 
 from tests.browser.lab import (
-    ROOT,
     SCREENSHOTS,
     file_browser,
     open_and_run_all,
-    panel,
     presentation_mode,
-    view,
     wait_for_change,
-    wait_for_frame,
 )
-
-NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-_opened: dict[int, str] = {}  # page -> the notebook it has run
-
-
-def _which(notebook: str) -> tuple[str, int]:
-    """'04_block_matrix.ipynb#2' -> the notebook and its panel (0-based): its second panel."""
-    name, _, n = notebook.partition("#")
-    return name, int(n or 1) - 1
-
-
-def shot(notebook: str) -> str:
-    """A screenshot's name for a notebook, or for one panel of it: 04_block_matrix_panel2."""
-    return notebook.replace(".ipynb", "").replace("#", "_panel")
-
-
-def run(lab, page, notebook):
-    """Open and Run All once per notebook; the tests of one notebook share the result. A notebook
-    with several panels is named with the panel's number, '04_block_matrix.ipynb#2'."""
-    name, n = _which(notebook)
-    if _opened.get(id(page)) != name:
-        page.set_viewport_size({"width": 1500, "height": 1000})
-        presentation_mode(page, False)
-        open_and_run_all(page, *lab, name)
-        _opened[id(page)] = name
-    # the whole panel on screen, controls and maps: a hover or a drag lands anywhere in it. After
-    # a long Run All (18 trains for half a minute) JupyterLab may still scroll to its active cell
-    # and undo a first scroll, so scroll until the panel's top is really near the screen's top.
-    target = panel(page, n)
-    for _ in range(50):
-        target.evaluate("el => el.scrollIntoView({block: 'start'})")
-        page.wait_for_timeout(100)
-        top = target.bounding_box()["y"]
-        if 0 <= top < 200:
-            break
-    return view(page, n)
-
-
-def this_panel(page, notebook):
-    return panel(page, _which(notebook)[1])
+from tests.browser.notebooks import (
+    DRAWN,
+    NOTEBOOKS,
+    _opened,
+    expected_panel,
+    panels_03,
+    point,
+    press,
+    run,
+    shot,
+    this_panel,
+)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
@@ -83,59 +49,6 @@ def test_18_the_induction_panel_hovers_keys_clicks_and_fits_as_the_others(lab, p
     test_the_keyboard_alone_reads_weights_and_follows_a_query(lab, page, notebook)
     test_clicking_a_query_follows_its_row_in_every_head(lab, page, notebook)
     test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, notebook)
-
-
-def expected_panel(notebook):
-    """The same panel the notebook builds, made here: its maps are the kernel's numbers."""
-    from helpers import panels
-
-    if notebook.startswith("01"):
-        return panels.QueryExplorer(d_model=16, d_k=8, seed=0, gain=1.0)
-    if notebook.startswith("02"):
-        return panels.ScalingExplorer(d_k=64)
-    if notebook.startswith("03"):
-        return panels.HeadsExplorer(h=4, d_model=64)
-    if notebook == "04_block_matrix.ipynb#2":
-        return panels.ParameterExplorer(h=4, d_k=16, d_model=32)
-    if notebook.startswith("11"):
-        return panels.OneVsManyExplorer(h=4, d_model=48)
-    if notebook.startswith("13"):
-        return panels.CrossAttentionExplorer(h=4, d_model=32)
-    if notebook.startswith("15"):
-        return panels.SharedKVExplorer(h=8, d_model=64)
-    if notebook.startswith("17"):
-        return panels.CircuitsExplorer(h=4, d_model=32)
-    if notebook.startswith("18"):
-        return panels.InductionExplorer(_trained_copier())
-    from helpers.pretrained import load_minilm
-
-    text = "The cat sat on the mat because it was warm."
-    return panels.RealHeadsExplorer(load_minilm(), text, layer=0, head=2)
-
-
-@functools.cache
-def _trained_copier():
-    """18's model, trained here as its notebook trains it (seeded: the same weights)."""
-    from helpers.induction import train_copying
-
-    return train_copying(num_layers=2, steps=1500, seed=0).model
-
-
-DRAWN = [
-    "01_self_attention.ipynb",
-    "02_why_scale.ipynb",
-    "03_per_head_projections.ipynb",
-    "04_block_matrix.ipynb#2",
-    "11_why_multi_head.ipynb",
-    "12_real_model_heads.ipynb",
-    "13_cross_attention.ipynb",
-    "15_shared_kv.ipynb",
-    "17_w_qk_and_w_ov.ipynb",
-]
-
-
-def point(box, what, *args):
-    return box.evaluate(f"(el, args) => el.attentionView.{what}(...args)", list(args))
 
 
 @pytest.mark.parametrize("notebook", DRAWN)
@@ -424,179 +337,6 @@ def test_a_view_saves_as_svg_and_png(lab, page):
     box.locator("button.av-mode:text-is('maps')").click()
 
 
-def panels_03(h):
-    from helpers import panels
-
-    panel = panels.HeadsExplorer(h=4, d_model=64)
-    panel.h_slider.value = h
-    return panel
-
-
-def press(page, slider, key, times=1):
-    slider.locator(".noUi-handle").focus()
-    for _ in range(times):
-        page.keyboard.press(key)
-
-
-def drag(page, slider, dx):
-    box = slider.locator(".noUi-handle").bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(x + dx, y, steps=5)
-    page.mouse.up()
-
-
-def opacity(box) -> float:
-    return float(box.locator(".av-canvas").evaluate("c => getComputedStyle(c).opacity"))
-
-
-# notebook: (h steps to an impossible h, steps on to a valid h, the frame key then)
-IMPOSSIBLE = {
-    "03_per_head_projections.ipynb": (1, 3, "d_model=64|h=8"),  # 64 / 5 cannot work
-    "04_block_matrix.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
-    "11_why_multi_head.ipynb": (1, 1, "h=6"),  # 48 / 5 cannot work
-    "13_cross_attention.ipynb": (1, 3, "t_k=7|h=8"),  # 32 / 5 cannot work
-    "17_w_qk_and_w_ov.ipynb": (1, 3, "d_model=32|h=8"),  # 32 / 5 cannot work
-}
-
-
-def every_h(page, notebook, on):
-    """Turn the panel's 'every h' switch on or off (off: h steps over what cannot work)."""
-    switch = this_panel(page, notebook).locator(".widget-checkbox input")
-    if switch.is_checked() != on:
-        switch.click()
-    assert switch.is_checked() == on
-
-
-@pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
-def test_by_default_one_press_of_h_goes_to_the_next_h_that_works(lab, page, notebook):
-    """The switch off (the default): from h = 4 one ArrowRight draws the next h that divides
-    d_model (5 is skipped everywhere), no ✗; one ArrowLeft is back at 4. The wrong object: a
-    slider that stops at 5 shows a ✗ and the key h=5."""
-    key = IMPOSSIBLE[notebook][2]
-    box = run(lab, page, notebook)
-    every_h(page, notebook, False)
-    h_slider = this_panel(page, notebook).locator(".widget-slider").first
-    press(page, h_slider, "ArrowRight")
-    wait_for_frame(box, key)
-    assert "✗" not in box.locator(".av-message").inner_text()
-    assert h_slider.locator(".widget-readout").inner_text() == key.rsplit("h=", 1)[1]
-    press(page, h_slider, "ArrowLeft")
-    wait_for_change(lambda: box.get_attribute("data-key").endswith("|h=4") or box.get_attribute(
-        "data-key") == "h=4", False)  # fmt: skip
-
-
-@pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
-def test_an_impossible_setting_greys_the_maps_and_a_valid_one_restores_them(lab, page, notebook):
-    to_impossible, to_valid, key = IMPOSSIBLE[notebook]
-    box = run(lab, page, notebook)
-    every_h(page, notebook, True)  # every h stops, with the ✗ for the impossible ones
-    h_slider = this_panel(page, notebook).locator(".widget-slider").first
-    press(page, h_slider, "ArrowRight", to_impossible)
-    wait_for_change(lambda: box.get_attribute("data-state"), "ok")
-    assert box.get_attribute("data-state") == "error" and opacity(box) < 0.5
-    message = box.locator(".av-message").inner_text()
-    assert "is not divisible by h = 5" in message and "h that work here: 1, 2, " in message
-    assert "(Greyed: the last setting that worked.)" in message
-    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_impossible.png")
-    d_model = this_panel(page, notebook).locator(".widget-slider", has_text="d_model")
-    if d_model.count():  # jump far away: the kernel drops what it sent for the old d_model
-        before = d_model.locator(".widget-readout").inner_text()
-        press(page, d_model, "End")  # beyond everything sent ahead, and still impossible
-        wait_for_change(lambda: box.get_attribute("data-key").startswith("d_model=" + before), True)
-        wait_for_change(lambda: box.get_attribute("data-state"), "pending")
-        assert box.get_attribute("data-state") == "error"
-        assert point(box, "pixelOf", 0, 1, 1)[3] == 255  # the last good maps, greyed, not blank
-        press(page, d_model, "Home")  # back down to the smallest d_model ...
-        press(page, d_model, "ArrowRight", int(before) // 8 - 1)  # ... and up to where it was
-        wait_for_change(
-            lambda: box.get_attribute("data-key").startswith(f"d_model={before}|"), False
-        )
-    press(page, h_slider, "ArrowRight", to_valid)
-    wait_for_change(lambda: box.get_attribute("data-key") == key, False)
-    # settled: frames for a new d_model can still arrive, a moment "pending" between two "ok"
-    settled = lambda: box.get_attribute("data-state") == "ok" and opacity(box) == 1.0  # noqa: E731
-    wait_for_change(settled, False)
-    assert "✗" not in box.locator(".av-message").inner_text()
-    press(page, h_slider, "ArrowLeft", to_impossible + to_valid)  # back to h = 4
-    every_h(page, notebook, False)
-
-
-@pytest.mark.parametrize("notebook", sorted(IMPOSSIBLE))
-def test_the_panel_keeps_its_height_from_h_1_to_16(lab, page, notebook):
-    box = run(lab, page, notebook)
-    whole, h_slider = (
-        this_panel(page, notebook),
-        this_panel(page, notebook).locator(".widget-slider").first,
-    )
-    heights, hints = {}, {}
-    every_h(page, notebook, True)  # one h a press, as the presses below count
-    for key, presses, h in (("ArrowLeft", 3, 1), ("ArrowRight", 15, 16), ("ArrowLeft", 12, 4)):
-        press(page, h_slider, key, presses)
-        wait_for_frame(box, lambda key, h=h: key.endswith(f"h={h}"))
-        heights[h] = whole.bounding_box()["height"]
-        hints[h] = (int(box.get_attribute("data-label-step")), box.locator(".av-hint").inner_text())
-        if key == "ArrowRight":
-            box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_h16.png")
-    every_h(page, notebook, False)
-    assert len(set(heights.values())) == 1, heights  # the tiles shrink, the area stays
-    # where the tiles are too small to label every word, the hint says so and how to see them
-    for step, hint in hints.values():
-        told = re.match(rf"every {step}(nd|rd|th) word labelled: hover a cell for the rest", hint)
-        assert bool(told) == (step > 1), hints
-    if notebook.startswith("03"):  # 16 tiles of 7 × 7 weights: too small to label all 7 words
-        assert hints[16][0] > 1 and hints[1][0] == 1, hints
-
-
-# the last slider of each panel, dragged with the mouse: what the panel then names
-DRAGS = {
-    "03_per_head_projections.ipynb": "d_model",
-    "04_block_matrix.ipynb#2": "d_k",
-    "17_w_qk_and_w_ov.ipynb": "d_model",
-}
-
-
-@pytest.mark.parametrize("notebook", sorted(DRAGS))
-def test_a_dragged_slider_lands_on_its_frame(lab, page, notebook):
-    box = run(lab, page, notebook)
-    slider = this_panel(page, notebook).locator(".widget-slider").last
-    readout = slider.locator(".widget-readout")
-    before = readout.inner_text()
-    drag(page, slider, 40)
-    value = wait_for_change(readout.inner_text, before)
-    name = DRAGS[notebook]
-    # a drag may pass settings not sent ahead: the kernel sends them, the view then shows them
-    wait_for_change(lambda: f"{name}={value}" in (box.get_attribute("data-key") or ""), False)
-    wait_for_change(lambda: box.get_attribute("data-state") != "pending", False)
-    assert f"{name} = {value}" in box.locator(".av-side").inner_text()
-    box.screenshot(path=SCREENSHOTS / f"{shot(notebook)}_drag.png")
-
-
-def test_the_real_model_panel_keeps_working_after_an_empty_text(lab, page):
-    box = run(lab, page, "12_real_model_heads.ipynb")
-    layer = panel(page).locator(".widget-slider").first
-    text = panel(page).locator("input[type='text']")
-    text.fill("")
-    text.press("Enter")
-    message = box.locator(".av-message")
-    wait_for_change(lambda: "has no words to attend to" in message.inner_text(), False)
-    assert "The maps still show: 'The cat sat on the mat because it was warm.'" in (
-        message.inner_text()
-    )
-    assert "..'" not in message.inner_text() and ".'." not in message.inner_text()
-    key = box.get_attribute("data-key")
-    press(page, layer, "ArrowRight")
-    wait_for_frame(box, lambda new: new != key)
-    assert box.get_attribute("data-key").startswith("layer=1|")
-    assert "layer 1, head" in box.locator(".av-side").inner_text()
-    box.screenshot(path=SCREENSHOTS / "12_real_model_heads_empty.png")
-    text.fill("Le chat dort.")
-    text.press("Enter")
-    wait_for_change(lambda: "has no words" not in message.inner_text(), False)
-    press(page, layer, "ArrowLeft")
-
-
 def test_hover_on_the_block_matrix_names_the_entry_and_its_head(lab, page):
     from helpers.panels import BlockMatrixExplorer
 
@@ -663,93 +403,3 @@ def test_the_panel_fits_a_1280x720_projector_in_presentation_mode(lab, page, not
     # out of Presentation Mode the panel's text is back at 14 px, the canvas's too
     page.wait_for_timeout(300)
     assert int(box.get_attribute("data-font")) == 14
-
-
-def test_the_source_slider_narrows_the_cross_attention_maps(lab, page):
-    box = run(lab, page, "13_cross_attention.ipynb")
-    t_k = panel(page).locator(".widget-slider", has_text="T_k")
-    press(page, t_k, "ArrowLeft", 4)
-    wait_for_change(lambda: box.get_attribute("data-key") == "t_k=3|h=4", False)
-    # four quick presses pass what was sent ahead (two steps): the kernel then sends it
-    wait_for_change(lambda: box.get_attribute("data-state") != "pending", False)
-    assert box.get_attribute("data-state") == "ok"
-    side = box.locator(".av-side").inner_text()
-    assert "(1, 4, 4, 3)" in side and "(1, 4, 32)" in side and "✗" not in side
-    assert box.locator(".av-message").inner_text() == "4 maps of 4 queries × 3 keys"
-    centre = point(box, "cellCenter", 1, 3, 2)  # head 1, the last query, the last key left
-    page.mouse.move(centre["x"], centre["y"])
-    tooltip = box.locator(".av-tooltip")
-    tooltip.wait_for(state="visible")
-    assert tooltip.inner_text().startswith("head 1 · query 'assis' → key 'sat' · ")
-    box.screenshot(path=SCREENSHOTS / "13_cross_attention_t_k3.png")
-    page.mouse.move(0, 0)
-    press(page, t_k, "ArrowRight", 4)
-    wait_for_change(lambda: box.get_attribute("data-key") == "t_k=7|h=4", False)
-
-
-def test_the_k_v_buttons_go_from_mha_to_mqa(lab, page):
-    box = run(lab, page, "15_shared_kv.ipynb")
-    buttons = panel(page).locator(".widget-toggle-button")
-    assert buttons.all_inner_texts() == ["8 · MHA", "4 · GQA", "2 · GQA", "1 · MQA"]
-    for index, g in enumerate([8, 4, 2, 1]):
-        buttons.nth(index).click()
-        wait_for_frame(box, f"kv={index}")
-        side = box.locator(".av-side").inner_text()
-        assert f"KV cache after 7 tokens: {2 * g * 8 * 7 * 4:,} bytes" in side and "✗" not in side
-        assert box.locator(".av-side svg rect").count() == 8 + g  # the grouping picture
-        box.screenshot(path=SCREENSHOTS / f"15_shared_kv_g{g}.png")
-    box.locator("button.av-mode:text-is('lines (query → key)')").click()
-    wait_for_change(lambda: box.get_attribute("data-mode"), "maps")
-    assert point(box, "legendSize") == 1  # MQA: 8 heads, one colour, one legend entry
-    box.locator("button.av-mode:text-is('maps')").click()
-    buttons.first.click()
-    wait_for_change(lambda: box.get_attribute("data-key") == "kv=0", False)
-
-
-def test_the_d_k_slider_redraws_scaled_and_unscaled_rows(lab, page):
-    from helpers.panels import D_KS, ScalingExplorer
-
-    box = run(lab, page, "02_why_scale.ipynb")
-    slider = panel(page).locator(".widget-slider", has_text="d_k")
-    readout = slider.locator(".widget-readout")
-    expected = ScalingExplorer(d_k=64)
-    press(page, slider, "Home")  # d_k = 4, then one step at a time up to 256
-    for index, d_k in enumerate(D_KS):
-        if index:
-            press(page, slider, "ArrowRight")
-        wait_for_frame(box, f"choice={index}")
-        assert readout.inner_text() == str(d_k)
-        side = box.locator(".av-side").inner_text()
-        assert f"d_k = {d_k}, 16 keys" in side and "✗" not in side
-        expected.d_k_slider.value = index
-        maps = expected.maps  # (2, 6, 16): scaled, unscaled
-        centre = point(box, "cellCenter", 1, 2, 5)  # the unscaled map, query 2, key 5
-        page.mouse.move(centre["x"], centre["y"])
-        tooltip = box.locator(".av-tooltip")
-        tooltip.wait_for(state="visible")
-        assert tooltip.inner_text().endswith(f" · {float(maps[1, 2, 5]):.3f}")
-        page.mouse.move(0, 0)
-        if d_k in (4, 256):
-            box.screenshot(path=SCREENSHOTS / f"02_why_scale_d_k{d_k}.png")
-    assert box.locator(".av-message").inner_text() == expected.message
-    centre = point(box, "cellCenter", 0, 1, 1)  # hover, then move the slider with the keys
-    page.mouse.move(centre["x"], centre["y"])
-    tooltip.wait_for(state="visible")
-    press(page, slider, "ArrowLeft", 2)  # back to d_k = 64
-    wait_for_change(lambda: box.get_attribute("data-key") == "choice=4", False)
-    tooltip.wait_for(state="hidden")  # it named a cell of the old setting: gone with it
-    page.mouse.move(0, 0)
-
-
-def test_the_rank_bars_follow_h(lab, page):
-    box = run(lab, page, "17_w_qk_and_w_ov.ipynb")
-    h_slider = panel(page).locator(".widget-slider").first
-    for key, h in (("ArrowRight", 8), ("ArrowLeft", 4)):  # 5-7 stepped over
-        press(page, h_slider, key)
-        wait_for_frame(box, f"d_model=32|h={h}")
-        side = box.locator(".av-side").inner_text()
-        d_k = 32 // h
-        assert f"rank of each W_QK,i: {d_k}; of each W_OV,i: {d_k} (d_k = {d_k})" in side
-        assert box.locator(".av-side svg rect").count() == h + 1 and "✗" not in side
-        if h == 8:
-            box.screenshot(path=SCREENSHOTS / "17_w_qk_and_w_ov_h8.png")
