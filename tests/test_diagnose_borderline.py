@@ -70,7 +70,7 @@ def test_a_stack_along_the_wrong_dim_is_not_sent_to_a_transpose_alone():
     assert "the dim a stack or cat joins along" in message, message
     assert check_exercise(_per_query_head(1), "shared_kv", echo=False).ok
     # the wrong object, code with no step that orders dims, keeps "that step is missing": in
-    # test_diagnose.py
+    # test_diagnose_shapes.py
 
 
 def _scores_floored(x, w_q, w_k, w_v, w_o, num_heads):  # 06's exercise
