@@ -59,8 +59,8 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
-# panels in JupyterLab, then strict nbval and the student copy's run; the slideshow; the unit
-# tests; test_install (pip's resolves), then the static site and the notebooks' links. Each lane
+# panels in JupyterLab, then strict nbval; the slideshow and the notebooks' links, then the
+# student copy's run; the unit tests; test_install (pip's resolves), then the static site. Each lane
 # with a browser has its own Chromium and JupyterLab. torch gets one
 # thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default
 # threads each trained 18's model several times slower than one alone. `--only nbval` runs two
@@ -337,21 +337,24 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     """The tests of test_commands after ruff, in four lanes run at once, each in its order:
     together they run every test file once, and strict nbval on every notebook once."""
     py = str(venv_python())
-    pytest = [py, "-m", "pytest", "-p", "no:cacheprovider"]
+    # each log ends with its ten slowest tests: what to look at when a lane grows
+    pytest = [py, "-m", "pytest", "-p", "no:cacheprovider", "--durations=10"]
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     names = ("in_jupyterlab", "in_jupyterlab_controls", "site", "links")
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
-        "panels in JupyterLab, nbval, the student copy": [
+        "panels in JupyterLab, nbval": [
             [*pytest, lab, controls],  # one pytest: each notebook runs once for both files
             [*pytest, *NBVAL, notebooks],
-            [*pytest, student],
         ],  # fmt: skip
-        "slides": [[*pytest, browser, *(f"--ignore={f}" for f in (lab, controls, site, links))]],
+        "slides, links, the student copy": [
+            [*pytest, browser, *(f"--ignore={f}" for f in (lab, controls, site))],
+            [*pytest, student],
+        ],
         "unit": [
             [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}", f"--ignore={student}"]
         ],
-        "pip, site, links": [[*pytest, install, site, links]],
+        "pip, site": [[*pytest, install, site]],
     }
 
 
@@ -387,7 +390,7 @@ def run_lanes(lanes: dict[str, list[list[str]]], env: dict[str, str], logs: Path
 
     threads = [threading.Thread(target=lane, args=item) for item in lanes.items()]
     started = time.time()
-    print(f"the tests in {len(lanes)} lanes at once: {', '.join(lanes)} (each lane's output "
+    print(f"the tests in {len(lanes)} lanes at once: {'; '.join(lanes)} (each lane's output "
           "is printed when it ends)", flush=True)  # fmt: skip
     for thread in threads:
         thread.start()
