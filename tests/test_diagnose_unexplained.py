@@ -126,7 +126,9 @@ def test_03_head_0s_matrices_for_every_head_are_blamed_where_the_slices_are_take
     result = diagnose(fn, echo=False, per_head=True)
     assert result.mistakes == (None,), result.message
     assert lines_in(result.message) == marked_lines(fn)
-    assert "head 1's is never made: in its place your code makes head 0's again" in result.message
+    assert "heads 1 and 2's are never made: in their place your code makes head 0's again" in (
+        result.message
+    )
     assert "side by side" not in result.message and "torch.cat" not in result.message
 
 

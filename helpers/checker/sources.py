@@ -179,6 +179,31 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     return dataclasses.replace(finding, made_elsewhere=tuple(where))
 
 
+def _argument_set_again(finding: Finding, fn: Callable | None) -> Finding:
+    """A wrong number of heads in a function that sets its own num_heads argument again before
+    the line that cuts (`num_heads = 4`): that line is where the number comes from, so it is
+    named beside the cut (as `made_elsewhere`), and the hint says the argument is replaced."""
+    record, code = finding.record, getattr(fn, "__code__", None)
+    if not (finding.mistake or "").startswith("num_heads_") or record is None or code is None:
+        return finding
+    if record.lineno is None or "num_heads" not in inspect.signature(fn).parameters:
+        return finding
+    stores, _, _ = _stores_and_loads(code)
+    earlier = sorted(n for n in stores.get("num_heads", ()) if n < record.lineno)
+    if not earlier or finding.made_elsewhere:
+        return finding
+    at = earlier[-1]
+    text = linecache.getline(code.co_filename, at).strip()
+    count = finding.mistake.removeprefix("num_heads_")
+    hint = (
+        f"look at where this line's number of heads comes from: the function sets num_heads "
+        f"again before it, so the code cuts {count} head{'' if count == '1' else 's'} whatever "
+        "the check passes. Take the number of heads (and d_k) from the num_heads argument."
+    )
+    where = f"line {at}: `{text}`" if text else f"line {at}"
+    return dataclasses.replace(finding, hint=hint, made_elsewhere=(where,))
+
+
 # a line that unpacks a tensor's whole shape: `B, T, d_model = x.shape` (names in another order
 # would make another error first)
 _WHOLE_SHAPE = re.compile(r"\s*\w+(?:\s*,\s*\w+)+\s*=\s*\w+\.(?:shape|size\(\s*\))\s*(?:#.*)?$")
@@ -282,18 +307,21 @@ def _lines_run(runs: list[_Run]) -> set:
 
 
 def _values_made_from_keys(finding: Finding, runs: list[_Run], fn: Callable | None) -> Finding:
-    """keys_as_values where the code names the keys `v` (`v = k.repeat_interleave(...)`): the
-    line that assigns a v-name the keys' numbers, before the line found, is the slip's place."""
+    """keys_as_values where the code names the keys `v` (`v = k.repeat_interleave(...)`, or
+    `k, v = ...`): the line that assigns a v-name the keys' numbers, before the line found, is
+    the slip's place."""
     record = finding.record
     if finding.mistake != "keys_as_values" or record is None or record.lineno is None:
         return finding
     run = next((r for r in runs if any(x is record for x in r.records)), runs[0])
     keys = [run.stages[n] for n in ("k_heads", "k") if n in run.stages]
     for r in run.records:
-        match = re.match(r"\s*(v\w*)\s*=[^=]", r.code or "", re.IGNORECASE)
+        match = _V_TARGET.match(r.code or "")
         if (r.lineno is None or r.lineno >= record.lineno or match is None
                 or not r.dtype.is_floating_point):  # fmt: skip
             continue
+        if not _assigns_alone_or_from_no_v(r.code, match.group(1)):
+            continue  # `q, k, v = (... for w in ...)`, `k, v = k..., v...`: its k matched
         if any(_same_in_some_form(r.tensor, "k_heads", key) for key in keys):
             position, alias = _position(r, runs), _aliased_from(r, match.group(1), fn)
             if alias is not None:  # `v = k` on an earlier line: there
@@ -307,6 +335,29 @@ def _values_made_from_keys(finding: Finding, runs: list[_Run], fn: Callable | No
             record = dataclasses.replace(record, lineno=alias.lineno, code=alias.code)
             return dataclasses.replace(finding, record=record, hint=_V_FROM_K)
     return finding
+
+
+# a line that assigns a v-name, alone or among others: `v = ...`, `k, v = ...`
+_V_TARGET = re.compile(r"\s*(?:\w+\s*,\s*)*(v\w*)\s*(?:,\s*\w+\s*)*=[^=]", re.IGNORECASE)
+
+
+def _assigns_alone_or_from_no_v(line: str, name: str) -> bool:
+    """Whether a line assigns `name` alone (`v = ...`), or in a tuple from a tuple of values whose
+    own reads no v-name (`k, v = k.repeat(...), k.repeat(...)`): then a tensor the line makes may
+    be v's. Not `q, k, v = (... for w in ...)` nor `k, v = k.repeat(...), v.repeat(...)`."""
+    tree = _parsed(line)
+    if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+        return False
+    target, value = tree.body[0].targets[0], tree.body[0].value
+    if isinstance(target, ast.Name):
+        return target.id == name
+    if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)):
+        return False
+    names = [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
+    if name not in names or len(names) != len(value.elts):
+        return False
+    read = value.elts[names.index(name)]
+    return not any(isinstance(n, ast.Name) and n.id.lower().startswith("v") for n in ast.walk(read))
 
 
 _V_FROM_K = (

@@ -121,9 +121,12 @@ def _missing_head(run: _Run):
         # how many of the learner's tensors equal each head's: "again" only for one made twice
         made = [sum(r.tensor.shape == mine.tensor.shape and equal(r.tensor, k)
                     for r in run.records) for k in range(h)]  # fmt: skip
-        detail = f"head {head}'s is never made"
+        several = len(missing) > 1
+        detail = f"head{'s' if several else ''} {_and([str(k) for k in missing])}'s "
+        detail += f"{'are' if several else 'is'} never made"
         if copies and made[copies[0]] > 1:
-            detail += f": in its place your code makes head {copies[0]}'s again"
+            detail += f": in {'their' if several else 'its'} place your code makes head "
+            detail += f"{copies[0]}'s again"
             hint = (
                 "each head needs its own slice: look at which head's matrices or features this "
                 "line takes in each pass of the loop."
@@ -174,8 +177,8 @@ def _right_until(run: _Run) -> str:
         seen.add(j)
         if j in stage_of:
             right = run.records[j]
-            if right.lineno == run.records[last].lineno:
-                return ""  # the stage's own hint says more
+            if right.lineno == run.records[made[0]].lineno:
+                return ""  # made and changed on one line: the stage's own hint says more
             where = right.where or "an earlier line"
             return f"the tensor made on {where} is right: look at what your code does to it after."
         todo += run.records[j].parents

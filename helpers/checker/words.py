@@ -15,6 +15,7 @@ from helpers.checker.locate import _made_at_records, _only_layout_calls
 from helpers.checker.mistakes import KINDS, STAGE_WORDS, WRONG_NUM_HEADS, describe
 from helpers.checker.run import _globals_read
 from helpers.checker.sources import (
+    _argument_set_again,
     _fill_as_written,
     _mask_made_elsewhere,
     _names_made_elsewhere,
@@ -441,7 +442,8 @@ def _safe_explain(
         findings = [_values_made_from_keys(f, made, fn) for f in findings]
         findings = [_mask_made_elsewhere(f, fn, made) for f in findings]
         findings = [_fill_as_written(f) for f in findings]
-        return [_names_made_elsewhere(f, fn, made) for f in findings]
+        findings = [_names_made_elsewhere(f, fn, made) for f in findings]
+        return [_argument_set_again(f, fn) for f in findings]
     except Exception:  # noqa: BLE001
         return []
 
