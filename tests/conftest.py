@@ -14,10 +14,18 @@ def _seed():
     torch.manual_seed(0)
 
 
+# trained first: under `make test` (helpers.induction's $COURSE_TRAINED_CACHE) each model is then
+# trained once, early, and 18's Run Alls in the other lanes read it back instead of training it
+# again beside it
+TRAINS_FIRST = ("test_induction.py",)
+
+
 def pytest_collection_modifyitems(config, items):
     """For a pytest-xdist run (`pytest -n N --dist loadgroup tests`; `make test` runs its own lanes
     instead, docs/development.md says why): each browser test file is one group, run by one process
-    in its order (the JupyterLab tests share Run Alls in that order)."""
+    in its order (the JupyterLab tests share Run Alls in that order). The TRAINS_FIRST files' tests
+    run first (stable: each file's own order kept)."""
     for item in items:
         if item.path.parent.name == "browser":
             item.add_marker(pytest.mark.xdist_group(item.path.stem))
+    items.sort(key=lambda item: item.path.name not in TRAINS_FIRST)
