@@ -110,3 +110,17 @@ def test_values_made_from_the_keys_in_a_tuple_assignment_are_placed_there():
     (line,) = marked_lines(keys_multiplied)
     result = check_exercise(keys_multiplied, "shared_kv", echo=False)
     assert result.mistakes == ("keys_as_values",) and result.lines == (line,), result.message
+
+
+def keys_multiplied_after_one_line(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T  # noqa: F841 - v made, then k used: the slip
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
+    return weights @ k  # <-
+
+
+def test_keys_multiplied_after_q_k_v_made_on_one_line_are_placed_where_they_are_multiplied():
+    """The wrong object of the tuple rule: k and v made on one line, both right; the slip is the
+    product."""
+    (line,) = marked_lines(keys_multiplied_after_one_line)
+    result = check_exercise(keys_multiplied_after_one_line, "one_head", echo=False)
+    assert result.mistakes == ("keys_as_values",) and result.lines == (line,), result.message

@@ -320,8 +320,8 @@ def _values_made_from_keys(finding: Finding, runs: list[_Run], fn: Callable | No
         if (r.lineno is None or r.lineno >= record.lineno or match is None
                 or not r.dtype.is_floating_point):  # fmt: skip
             continue
-        if not _assigns_alone_or_from_no_v(r.code, match.group(1)):
-            continue  # `q, k, v = (... for w in ...)`, `k, v = k..., v...`: its k matched
+        if not _assigns_v_from_k(r.code, match.group(1)):
+            continue  # `q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T`: the keys matched are k's
         if any(_same_in_some_form(r.tensor, "k_heads", key) for key in keys):
             position, alias = _position(r, runs), _aliased_from(r, match.group(1), fn)
             if alias is not None:  # `v = k` on an earlier line: there
@@ -341,10 +341,11 @@ def _values_made_from_keys(finding: Finding, runs: list[_Run], fn: Callable | No
 _V_TARGET = re.compile(r"\s*(?:\w+\s*,\s*)*(v\w*)\s*(?:,\s*\w+\s*)*=[^=]", re.IGNORECASE)
 
 
-def _assigns_alone_or_from_no_v(line: str, name: str) -> bool:
+def _assigns_v_from_k(line: str, name: str) -> bool:
     """Whether a line assigns `name` alone (`v = ...`), or in a tuple from a tuple of values whose
-    own reads no v-name (`k, v = k.repeat(...), k.repeat(...)`): then a tensor the line makes may
-    be v's. Not `q, k, v = (... for w in ...)` nor `k, v = k.repeat(...), v.repeat(...)`."""
+    own reads a k-name (`k, v = k.repeat(...), k.repeat(...)`): then a tensor the line makes that
+    equals the keys may be v's. Not `q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T`, nor
+    `q, k, v = (... for w in ...)`: there the keys' tensor is k's."""
     tree = _parsed(line)
     if tree is None or len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
         return False
@@ -357,7 +358,7 @@ def _assigns_alone_or_from_no_v(line: str, name: str) -> bool:
     if name not in names or len(names) != len(value.elts):
         return False
     read = value.elts[names.index(name)]
-    return not any(isinstance(n, ast.Name) and n.id.lower().startswith("v") for n in ast.walk(read))
+    return any(isinstance(n, ast.Name) and n.id.lower().startswith("k") for n in ast.walk(read))
 
 
 _V_FROM_K = (
