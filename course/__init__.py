@@ -13,5 +13,6 @@
 - `course.authoring`: the notebooks' slide metadata, maths and class time.
 
 Imports run one way: `course` may import `helpers` (the checker, the panels), never `tests`;
-`helpers` imports neither (tests/test_house.py holds them to it).
+`helpers` imports neither, except `helpers/course.py`, the old entry point, which only forwards
+(tests/test_house.py holds them to it).
 """

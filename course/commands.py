@@ -60,11 +60,11 @@ NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
 # panels in JupyterLab, then strict nbval; the slideshow and the notebooks' links, then the
-# student copy's run; the unit tests; test_install (pip's resolves), then the static site. Each lane
-# with a browser has its own Chromium and JupyterLab. torch gets one
-# thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with torch's default
-# threads each trained 18's model several times slower than one alone. `--only nbval` runs two
-# notebooks at a time.
+# student copy's run; the unit tests; test_install (pip's resolves), then the static site. Each
+# lane with a browser has its own Chromium (and, where it opens notebooks, its own JupyterLab).
+# torch gets one thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with
+# torch's default threads each trained 18's model several times slower than one alone.
+# `--only nbval` runs two notebooks at a time.
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 LOGS = ROOT / ".test-logs"

@@ -23,9 +23,12 @@ TRAINS_FIRST = ("test_induction.py",)
 def pytest_collection_modifyitems(config, items):
     """For a pytest-xdist run (`pytest -n N --dist loadgroup tests`; `make test` runs its own lanes
     instead, docs/development.md says why): each browser test file is one group, run by one process
-    in its order (the JupyterLab tests share Run Alls in that order). The TRAINS_FIRST files' tests
-    run first (stable: each file's own order kept)."""
+    in its order, and the two JupyterLab files one group together (their tests share Run Alls in
+    that order). In every run, the TRAINS_FIRST files' tests come first (each file's own order
+    kept)."""
     for item in items:
         if item.path.parent.name == "browser":
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
+            group = item.path.stem
+            group = "in_jupyterlab" if group.startswith("test_in_jupyterlab") else group
+            item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: item.path.name not in TRAINS_FIRST)

@@ -81,6 +81,7 @@ def test_a_num_heads_argument_set_again_is_named_where_it_is_set():
     assert result.mistakes == ("num_heads_4",), result.message
     assert f"values set on line {line}: `num_heads = 4  # <-`" in result.message, result.message
     assert "the function sets num_heads again before it" in result.message
+    assert "Remove the line that sets num_heads again" in result.message
     assert "whatever num_heads says" not in result.message
     # the wrong object: a 4 written into the cut itself keeps its own hint
     result = diagnose(heads_written_in, mask=False, echo=False)

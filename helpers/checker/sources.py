@@ -179,7 +179,7 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     return dataclasses.replace(finding, made_elsewhere=tuple(where))
 
 
-def _argument_set_again(finding: Finding, fn: Callable | None) -> Finding:
+def _argument_set_again(finding: Finding, fn: Callable | None, runs: list[_Run]) -> Finding:
     """A wrong number of heads in a function that sets its own num_heads argument again before
     the line that cuts (`num_heads = 4`): that line is where the number comes from, so it is
     named beside the cut (as `made_elsewhere`), and the hint says the argument is replaced."""
@@ -195,10 +195,15 @@ def _argument_set_again(finding: Finding, fn: Callable | None) -> Finding:
     at = earlier[-1]
     text = linecache.getline(code.co_filename, at).strip()
     count = finding.mistake.removeprefix("num_heads_")
+    heads = f"{count} head{'' if count == '1' else 's'}"
+    cut = runs[0].reference.get("q_heads") if runs else None  # (B, h, T, d_k)
+    passed = f", where the check passes {cut.shape[1]}" if cut is not None else ""
+    reads_it = re.search(r"=.*\bnum_heads\b", text) is not None  # `num_heads = num_heads * 2`
     hint = (
         f"look at where this line's number of heads comes from: the function sets num_heads "
-        f"again before it, so the code cuts {count} head{'' if count == '1' else 's'} whatever "
-        "the check passes. Take the number of heads (and d_k) from the num_heads argument."
+        f"again before it, so the code cuts {heads}"
+        + (passed if reads_it or not passed else " whatever the check passes")
+        + ". Remove the line that sets num_heads again: use the num_heads the function is given."
     )
     where = f"line {at}: `{text}`" if text else f"line {at}"
     return dataclasses.replace(finding, hint=hint, made_elsewhere=(where,))

@@ -443,7 +443,7 @@ def _safe_explain(
         findings = [_mask_made_elsewhere(f, fn, made) for f in findings]
         findings = [_fill_as_written(f) for f in findings]
         findings = [_names_made_elsewhere(f, fn, made) for f in findings]
-        return [_argument_set_again(f, fn) for f in findings]
+        return [_argument_set_again(f, fn, made) for f in findings]
     except Exception:  # noqa: BLE001
         return []
 
