@@ -15,6 +15,7 @@ from collections.abc import Callable
 import torch
 
 from helpers.checker.compare import _SCALING, ATOL, Finding, _Run, _same_in_some_form
+from helpers.checker.mistakes import WRONG_NUM_HEADS
 from helpers.checker.run import _loop_header
 from helpers.checker.trace import Place, Record
 
@@ -184,7 +185,7 @@ def _argument_set_again(finding: Finding, fn: Callable | None, runs: list[_Run])
     the line that cuts (`num_heads = 4`): that line is where the number comes from, so it is
     named beside the cut (as `made_elsewhere`), and the hint says the argument is replaced."""
     record, code = finding.record, getattr(fn, "__code__", None)
-    if not (finding.mistake or "").startswith("num_heads_") or record is None or code is None:
+    if not (finding.mistake or "").startswith(WRONG_NUM_HEADS) or record is None or code is None:
         return finding
     if record.lineno is None or "num_heads" not in inspect.signature(fn).parameters:
         return finding
@@ -194,7 +195,7 @@ def _argument_set_again(finding: Finding, fn: Callable | None, runs: list[_Run])
         return finding
     at = earlier[-1]
     text = linecache.getline(code.co_filename, at).strip()
-    count = finding.mistake.removeprefix("num_heads_")
+    count = finding.mistake.removeprefix(WRONG_NUM_HEADS)
     heads = f"{count} head{'' if count == '1' else 's'}"
     cut = runs[0].reference.get("q_heads") if runs else None  # (B, h, T, d_k)
     passed = f", where the check passes {cut.shape[1]}" if cut is not None else ""
