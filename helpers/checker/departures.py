@@ -297,6 +297,16 @@ def _scaled_elsewhere(run: _Run, stages: dict, found: _Found) -> bool:
 _SIDE_BY_SIDE = ("q", "k", "v", "q_heads", "k_heads", "v_heads")
 
 
+def _moved(name: str, stages: dict, right: dict) -> bool:
+    """Whether the trial gives `name` the value of another stage the learner's records match (k
+    and v swapped: the records matched by value alone, each in the other's place)."""
+    return any(
+        other != name and other in stages and _same(stages[name], value)
+        for other, value in right.items()
+        if stages[name].shape == value.shape
+    )
+
+
 def _right_stages(run: _Run) -> dict[str, torch.Tensor]:
     """The stages the learner's own records match as they stand, every head of them (a loop's
     records that match head 0 only say so for head 0), and that the code goes on with (not the
@@ -343,6 +353,9 @@ def _kept_trial(run: _Run, mistakes: tuple[str, ...]):
     stages, found = run.trial(mistakes)
     right = run.right
     changed = [n for n, value in right.items() if n not in stages or not _same(stages[n], value)]
+    moved = {n for n in changed if n in _SIDE_BY_SIDE and n in stages and _moved(n, stages, right)}
+    right = {n: value for n, value in right.items() if n not in moved}  # matched by value alone
+    changed = [n for n in changed if n not in moved]
     keep = {n: right[n] for n in changed if n in _SIDE_BY_SIDE}
     if not changed or not keep:
         return (stages, found, {}) if not changed else None

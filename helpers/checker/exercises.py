@@ -151,7 +151,7 @@ def _per_head_args(args: dict) -> dict:
 
 
 _ONE_HEAD = (*_SCALING, "softmax_over_queries", "no_softmax", "keys_as_values", "keys_from_w_q",
-             "values_from_w_k", "scaled_after_softmax", "softmax_over_batch",
+             "values_from_w_k", "keys_values_swapped", "scaled_after_softmax", "softmax_over_batch",
              "queries_keys_swapped")  # fmt: skip
 
 
@@ -299,7 +299,8 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     )
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
     trace, out, _, expected = results[label]
-    problem = _numeric_problem(trace.records, out, expected, runs[label]["mask"] is not None)
+    given = None if len(runs) == 1 else runs[label]["mask"] is not None  # takes a mask: given?
+    problem = _numeric_problem(trace.records, out, expected, given)
     if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
         return _verdict(False, problem, echo, note=note)  # NaN or float16 the names do not explain
     if _changed_in_place(trace) and not (len(findings) == 1 and findings[0].mistake):

@@ -4,6 +4,7 @@ stages match, then on downstream (`_explain`); a departure no mistake explains i
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Iterable
 
 import torch
@@ -14,6 +15,7 @@ from helpers.checker.compare import (
     _MADE_LATE,
     _MAX_FINDINGS,
     _MOST_NEGATIVE,
+    _PRODUCT_OPS,
     _SCALING,
     ATOL,
     Finding,
@@ -41,6 +43,7 @@ from helpers.checker.departures import (
     _scaled_stand_in,
 )
 from helpers.checker.locate import (
+    _assigned_name,
     _blamed_input,
     _fused_call,
     _layout_source,
@@ -54,7 +57,7 @@ from helpers.checker.locate import (
     _unseen_lines,
 )
 from helpers.checker.mistakes import DEPENDS, HOME, KINDS, WRONG_NUM_HEADS
-from helpers.checker.scales import _scale_hint, _scale_of
+from helpers.checker.scales import _scale_hint, _scale_lines, _scale_of
 from helpers.checker.sources import _position
 from helpers.checker.trace import Record
 from helpers.checker.unexplained import (
@@ -134,6 +137,10 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
                  and _same(r.tensor, taken.tensor)]  # fmt: skip
         if twins:
             return home, twins[0]
+    if name == "queries_keys_swapped" and home in own:  # q·kᵀ written right, q made with W^K
+        made = _keys_made_as_queries(records, own)
+        if made is not None:
+            return home, made
     if home in own and home in changed:
         if home == "out" and name != "w_o_missing":  # `return out`: the line that made out
             return home, _made_at_records(records)
@@ -154,6 +161,50 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
                     return stage, made  # the line that made blocks
                 return stage, records[own[stage]]
     return (changed[0] if changed else "out"), None
+
+
+def _made_swapped(runs: list[_Run], kept: list) -> bool:
+    """For keys_values_swapped: whether both k and v are made with the swap (none kept right) and
+    the tensor that equals the reference's values is made as the keys (`k = x @ w_v.T`), not made
+    as v and then used in the keys' place."""
+    if any(
+        keep.get(n) is not None for _, _, keep in kept for n in ("k", "v", "k_heads", "v_heads")
+    ):
+        return False
+    for run, (_, found, _) in zip(runs, kept):
+        i = found.get("k", found.get("k_heads"))
+        if i is None:
+            return False
+        name = _assigned_name(run.records[i], run.records).lower()
+        if not re.fullmatch(r"k(_?\w{0,6})?|keys?(_\w*)?", name):
+            return False
+    return True
+
+
+def _keys_made_as_queries(records: list[Record], own: dict) -> Record | None:
+    """Where the scores' product is written q·kᵀ but its first factor is the reference's keys (q
+    made with W^K, k with W^Q): the record that made that first factor, else None."""
+    j = own["scores"]
+    while _op(records[j]) not in _PRODUCT_OPS and len(records[j].parents) == 1:
+        j = records[j].parents[0]  # back through the division by √d_k
+    keys = {own.get("k"), own.get("k_heads")} - {None}
+    if _op(records[j]) not in _PRODUCT_OPS or not records[j].parents:
+        return None
+    if not _written_q_first(records[j].code or ""):  # `k @ q.mT`: the slip is on that line
+        return None
+    family = records[records[j].parents[0]].family  # the factor, or a view of it (its heads)
+    made = [i for i in keys if records[i].family == family]
+    return records[min(made)] if made else None
+
+
+def _written_q_first(code: str) -> bool:
+    """Whether a line's names read a query-like name before a key-like one (`q @ k.mT`,
+    `torch.matmul(q_i, k_i.transpose(1, 2))`): the learner means q·kᵀ there."""
+    names = re.findall(r"[A-Za-z_]\w*", code.split("=", 1)[-1] if "==" not in code else code)
+    kinds = ["q" if re.fullmatch(r"q(_?\w{0,6})?|quer\w*", n, re.IGNORECASE)
+             else "k" if re.fullmatch(r"k(_?\w{0,6})?|keys?(_\w*)?", n, re.IGNORECASE)
+             and n != "keepdim" else "" for n in names]  # fmt: skip
+    return "q" in kinds and "k" in kinds and kinds.index("q") < kinds.index("k")
 
 
 def _difference(
@@ -290,6 +341,8 @@ def _explain(
                 continue
             if None in kept:  # it would change a stage the learner's code makes right
                 continue
+            if name == "keys_values_swapped" and not _made_swapped(runs, kept):
+                continue  # made in one of the two only, or k and v made right and used swapped
             trials = [(stages, found) for stages, found, _ in kept]
             if not any(_explains_departure(run, *t) for run, t in zip(runs, trials)):
                 continue  # it explains no stage where the learner's values first differ
@@ -332,6 +385,25 @@ def _explain(
             for run, (stages, found, keep) in zip(runs, kept):
                 run.stages, run.found = stages, found
                 run.given.update({n: t for n, t in keep.items() if t is not None})  # made right
+            if name == "keys_values_swapped" and record is not None:  # v made on its own line?
+                v = runs[0].found.get("v")
+                v_line = runs[0].records[v].lineno if v is not None else None
+                if v_line and v_line != record.lineno:
+                    hint = (
+                        f"look at this line and line {v_line}, where v is made: which of the "
+                        "weights does each one multiply?"
+                    )
+            if (
+                name == "queries_keys_swapped"
+                and record is not None
+                and "scores" in (found := runs[0].found)
+                and record is _keys_made_as_queries(runs[0].records, _own(found))
+            ):
+                hint = (
+                    "look at which weight makes q and which makes k: your q equals the "
+                    "reference's keys and your k its queries, so your q·kᵀ is the reference's "
+                    "k·qᵀ."
+                )
             upstream = _unseen_lines(name, stage, record, runs)
             finding = Finding(name, stage, record, position=position, hint=hint, only=only)
             if name in _MADE_LATE and record is not None and stage not in ("scores", HOME[name]):
@@ -448,6 +520,11 @@ def _explain(
                 "the same numbers at another scale: look at what the result is multiplied or "
                 "divided by on its way (a sum where a mean belongs, or another divisor)."
             )
+            here = {record.lineno, _made_at(first).lineno} if record is not None else set()
+            others = [n for n in _scale_lines(first) if n not in here]
+            if others:  # `xw = x @ w_qk / √d_k`, then the scores divided again
+                listed = " and ".join(", ".join(map(str, others)).rsplit(", ", 1))
+                hint += f" Your code scales on line{'s' if len(others) > 1 else ''} {listed} too."
         if "reference's transposed" in detail:
             hint = (
                 "look at the order of the product and the transposes on this line: row a of the "

@@ -3,6 +3,7 @@ it was given (a view, a slice, a cat), the line that made its input; a scale's l
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 
@@ -68,7 +69,8 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
         return before[-1] if before else candidates[0]
     if stage == "weights":
         return next((i for i, op in zip(candidates, ops) if "softmax" in op), candidates[0])
-    if stage in ("q", "k", "v"):  # a projection, not x changed on the way (a layer norm)
+    if stage in ("q", "k", "v", "xw"):  # a projection, not x changed on the way (a layer
+        # norm, or x divided by √d_k before it is used twice)
         return next((i for i, op in zip(candidates, ops) if op in _PRODUCT_OPS), candidates[0])
     return candidates[0]
 
@@ -301,6 +303,29 @@ def _own_twin(record: Record, stage: str, run: _Run) -> Record:
              and r.tensor.shape == record.tensor.shape and _same(r.tensor, record.tensor)
              and assigned(r) == name]  # fmt: skip
     return twins[0] if twins else record
+
+
+def _assigned_name(record: Record, records: list[Record]) -> str:
+    """The name its line assigns the record's tensor to: `k = ...` gives "k"; in `k, v = (... for w
+    in ...)` the line's i-th tensor of its shape made by a product goes to the i-th name. '' when
+    the line does not tell."""
+    try:
+        tree = ast.parse((record.code or "").strip())
+    except SyntaxError:
+        return ""
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Assign):
+        return ""
+    target = tree.body[0].targets[0]
+    if isinstance(target, ast.Name):
+        return target.id
+    if not isinstance(target, ast.Tuple) or not all(isinstance(t, ast.Name) for t in target.elts):
+        return ""
+    made = [r for r in records if r.lineno == record.lineno and _op(r) in _PRODUCT_OPS
+            and r.tensor.shape == record.tensor.shape]  # fmt: skip
+    at = next((n for n, r in enumerate(made) if r.family == record.family), None)
+    if at is None or len(made) != len(target.elts):
+        return ""
+    return target.elts[at].id
 
 
 def _same_line(j: int, stage: str, run: _Run) -> bool:

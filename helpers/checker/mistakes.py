@@ -200,6 +200,10 @@ SLIPS: dict[str, tuple[str, str]] = {
         "the values are made with w_k, not w_v",
         "look at the line that makes v: which of the weights does it multiply?",
     ),
+    "keys_values_swapped": (
+        "the keys are made with w_v and the values with w_k: the two weights are swapped",
+        "look at where k and v are made: which of the weights does each one multiply?",
+    ),
     "scaled_after_softmax": (
         "the weights are divided by √d_k after the softmax, instead of the scores before it, so "
         "the rows sum to 1/√d_k",
@@ -265,7 +269,7 @@ HOME: dict[str, str] = {
     **dict.fromkeys(("no_softmax", "keys_as_values"), "heads"),
     **dict.fromkeys(("mask_inverted", "mask_filled_with_zero"), "masked"),
     **dict.fromkeys(("weights_transposed", "queries_from_context"), "q"),
-    **dict.fromkeys(("keys_from_w_q", "keys_values_from_x"), "k"),
+    **dict.fromkeys(("keys_from_w_q", "keys_values_from_x", "keys_values_swapped"), "k"),
     "values_from_w_k": "v",
     **dict.fromkeys(("heads_split_without_transpose", "heads_split_interleaved"), "q_heads"),
     "heads_merged_without_transpose": "merged",

@@ -25,8 +25,9 @@ _SCALES = ("div", "truediv", "rtruediv", "itruediv", "true_divide", "divide", "m
 
 
 def _scale_lines(run: _Run) -> list[int]:
-    """The lines where the learner multiplies or divides a tensor by a number on the way to the
-    output, and the result equals no stage of the reference."""
+    """The lines where the learner multiplies or divides a tensor (one of its own, or an input such
+    as x) by a number on the way to the output, and the result equals no stage of the
+    reference."""
     records, stages = run.records, run.reference
     right = {j for name, value in stages.items() for j in run.hits_of(name, value)}
     final = records[-1]  # the returned value: follow what made it
@@ -38,7 +39,7 @@ def _scale_lines(run: _Run) -> list[int]:
             continue
         seen.add(j)
         r = records[j]
-        if _op(r) in _SCALES and len(r.parents) == 1 and j not in right and r.lineno:
+        if _op(r) in _SCALES and len(r.parents) <= 1 and j not in right and r.lineno:
             lines.add(r.lineno)
         todo += r.parents
     return sorted(lines)
@@ -54,14 +55,16 @@ def _d_k(run: _Run) -> int | None:
 def _scale_hint(record: Record, run: _Run) -> str:
     """For a tensor at another scale than the reference's (q / √d_k and k / √d_k): where else the
     code scales, and what the reference does."""
-    others = [n for n in _scale_lines(run) if n != record.lineno]
-    also = ""
-    if others:
-        listed = " and ".join(", ".join(map(str, others)).rsplit(", ", 1))
-        also = f" your code also scales on line{'s' if len(others) > 1 else ''} {listed};"
+    lines = _scale_lines(run)
+    others = [n for n in lines if n != record.lineno]
+    listed = " and ".join(", ".join(map(str, others)).rsplit(", ", 1))
+    plural = "s" if len(others) > 1 else ""
     d_k = _d_k(run)
     root = f"√d_k = {d_k**0.5:.3g}" if d_k else "√d_k"
-    return (
-        f"look at the scale on this line:{also} the reference divides only the scores, by "
-        f"{root}, once."
-    )
+    reference = f"the reference divides only the scores, by {root}, once."
+    if others and record.lineno not in lines:  # this line goes on from what was scaled before
+        return (
+            f"look at the scale on line{plural} {listed}, which this line goes on from: {reference}"
+        )
+    also = f" your code also scales on line{plural} {listed};" if others else ""
+    return f"look at the scale on this line:{also} {reference}"

@@ -92,8 +92,8 @@ def attention_stages(
         backwards = "w_o_transposed" in m if is_w_o else "weights_transposed" in m
         return t @ w if backwards else t @ w.T
 
-    w_k_used = w_q if "keys_from_w_q" in m else w_k
-    w_v_used = w_k if "values_from_w_k" in m else w_v
+    w_k_used = w_q if "keys_from_w_q" in m else w_v if "keys_values_swapped" in m else w_k
+    w_v_used = w_k if m & {"values_from_w_k", "keys_values_swapped"} else w_v
     s.put("q", lambda: project(x, w_q))  # (B, T_q, h·d_k)
     s.put("k", lambda: project(source, w_k_used))  # (B, T_k, h·d_k)
     s.put("v", lambda: project(source, w_v_used))

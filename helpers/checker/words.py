@@ -222,6 +222,9 @@ def _entry(
         )
         numbers = [m.group(1) for m in map(re.compile(r"line (\d+)").match, finding.made_elsewhere)
                    if m]  # fmt: skip
+        named = {n for part in re.findall(r"lines? \d+(?:(?:, | and )\d+)*", hint)
+                 for n in re.findall(r"\d+", part)}  # fmt: skip
+        numbers = [n for n in numbers if n not in named]  # the hint names them already
         if numbers:
             which = (
                 f"lines {', '.join(numbers[:-1])} and {numbers[-1]}, which set"
@@ -328,10 +331,11 @@ _HALF = (torch.float16, torch.bfloat16)
 
 
 def _numeric_problem(
-    records: list[Record], out: torch.Tensor, expected: torch.Tensor, masked: bool = False
+    records: list[Record], out: torch.Tensor, expected: torch.Tensor, masked: bool | None = None
 ) -> str:
     """The message for NaN in the output, or for code that computes in half precision; ''.
-    `masked`: the call was given the check's mask (which leaves every query a key)."""
+    `masked`: True, the call was given the check's mask (which leaves every query a key); False,
+    the function takes a mask and this call passed none; None, it takes no mask."""
     if out.isnan().any() and not expected.isnan().any():
         first = next((r for r in records if r.tensor.isnan().any()), None)
         where = f" The first NaN is made on {first.where}." if first and first.where else ""
@@ -344,10 +348,15 @@ def _numeric_problem(
             )
         if rows:
             given = "the check's mask leaves every query at least one key, so " if masked else ""
+            called = ""
+            which = "for a mask, at its condition and at which dim is queries and which keys"
+            if masked is False:  # the call without a mask: nothing should be masked at all
+                called = " when called without a mask (mask=None)"
+                given = "this call passes no mask, so no key should be masked: "
+                which = "for a mask your code makes when it is given none, at what that mask allows"
             return (
-                f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
-                f"{where} {rows} Hint: {given}look at where those −inf come from; for a mask, "
-                "at its condition and at which dim is queries and which keys."
+                f"✗ Your output{called} has NaN in {int(out.isnan().sum())} of its {out.numel()} "
+                f"numbers.{where} {rows} Hint: {given}look at where those −inf come from; {which}."
             )
         return (
             f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
