@@ -342,6 +342,7 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     names = ("in_jupyterlab", "in_jupyterlab_controls", "site", "links")
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
+    checker = "tests/test_diagnose_*.py"  # the checker's tests: beside pip, which mostly waits
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
         "panels in JupyterLab, nbval": [
             [*pytest, lab, controls],  # one pytest: each notebook runs once for both files
@@ -352,9 +353,18 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
             [*pytest, student],
         ],
         "unit": [
-            [*pytest, "tests", f"--ignore={browser}", f"--ignore={install}", f"--ignore={student}"]
+            [
+                *pytest,
+                "tests",
+                f"--ignore={browser}",
+                f"--ignore={install}",
+                f"--ignore={student}",
+                f"--ignore-glob={checker}",
+            ]
+        ],  # fmt: skip
+        "pip, site, the checker": [
+            [*pytest, install, site, *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(checker))]
         ],
-        "pip, site": [[*pytest, install, site]],
     }
 
 

@@ -132,6 +132,8 @@ def _lane_files(command: list[str]) -> list[str]:
     """The files one pytest command of a lane collects: its paths (a folder: its test_*.py, or its
     notebooks under --nbval), less its --ignore'd ones, as pytest reads them."""
     ignored = [ROOT / a.split("=", 1)[1] for a in command if a.startswith("--ignore=")]
+    ignored += [f for a in command if a.startswith("--ignore-glob=")
+                for f in ROOT.glob(a.split("=", 1)[1])]  # fmt: skip
     paths = [a for a in command[command.index("pytest") + 1 :] if not a.startswith("-")]
     paths = [a for a in paths if (ROOT / a).exists() and a != "tests/nbval_sanitize.cfg"]
     found = []
@@ -145,8 +147,9 @@ def _lane_files(command: list[str]) -> list[str]:
 
 def test_the_lanes_run_every_test_file_and_every_notebook_once():
     """`test` runs after ruff four lanes at once; together they collect each test file (and each
-    notebook, under nbval) exactly once. The wrong object: the unit lane without its --ignore of
-    tests/browser would run the browser tests twice."""
+    notebook, under nbval) exactly once, --ignore and --ignore-glob read as pytest reads them.
+    The wrong object: the unit lane without its --ignore of tests/browser would run the browser
+    tests twice."""
     from course.commands import test_lanes
 
     lanes = test_lanes()
