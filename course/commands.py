@@ -58,9 +58,10 @@ COURSE_PINS = (
 TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
-# `test` runs its tests in four lanes at once (docs/development.md has the measurements): the
-# panels in JupyterLab, then strict nbval; the slideshow and the notebooks' links, then the
-# student copy's run; the unit tests; test_install (pip's resolves), then the static site. Each
+# `test` runs its tests in five lanes at once (docs/development.md has the measurements): the
+# panels in JupyterLab; the slideshow and the notebooks' links, then the student copy's run; the
+# unit tests, then strict nbval; 18's models trained (test_induction), then the static site;
+# test_install (pip's resolves, mostly waiting on the index) beside the checker's tests. Each
 # lane with a browser has its own Chromium (and, where it opens notebooks, its own JupyterLab).
 # torch gets one thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with
 # torch's default threads each trained 18's model several times slower than one alone.
@@ -334,7 +335,7 @@ def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
 
 
 def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
-    """The tests of test_commands after ruff, in four lanes run at once, each in its order:
+    """The tests of test_commands after ruff, in five lanes run at once, each in its order:
     together they run every test file once, and strict nbval on every notebook once."""
     py = str(venv_python())
     # each log ends with its ten slowest tests: what to look at when a lane grows
@@ -342,28 +343,26 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     names = ("in_jupyterlab", "in_jupyterlab_controls", "site", "links")
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
-    checker = "tests/test_diagnose_*.py"  # the checker's tests: beside pip, which mostly waits
+    induction = "tests/test_induction.py"  # trains 18's models: first, so that the others read
+    checker = "tests/test_diagnose_*.py"  # them back (TRAINED_CACHE); the checker beside pip
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
-        "panels in JupyterLab, nbval": [
-            [*pytest, lab, controls],  # one pytest: each notebook runs once for both files
-            [*pytest, *NBVAL, notebooks],
-        ],  # fmt: skip
+        "panels in JupyterLab": [[*pytest, lab, controls]],  # one pytest: one Run All each
         "slides, links, the student copy": [
             [*pytest, browser, *(f"--ignore={f}" for f in (lab, controls, site))],
             [*pytest, student],
         ],
-        "unit": [
+        "unit, nbval": [
             [
                 *pytest,
                 "tests",
-                f"--ignore={browser}",
-                f"--ignore={install}",
-                f"--ignore={student}",
+                *(f"--ignore={f}" for f in (browser, install, student, induction)),
                 f"--ignore-glob={checker}",
-            ]
+            ],
+            [*pytest, *NBVAL, notebooks],
         ],  # fmt: skip
-        "pip, site, the checker": [
-            [*pytest, install, site, *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(checker))]
+        "18's models, the site": [[*pytest, induction, site]],
+        "pip, the checker": [
+            [*pytest, install, *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(checker))]
         ],
     }
 

@@ -368,10 +368,10 @@ def d_k_read_from_the_wrong_dim(x, w_q, w_k):
 def heads_in_reverse_order(x, w_q, w_k, w_v, w_o):
     heads = []
     for i in reversed(range(len(w_q))):  # the slip: the heads come out last first
-        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T
+        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T  # <-
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
         heads.append(weights @ v)
-    return torch.cat(heads, dim=-1) @ w_o.T  # <-
+    return torch.cat(heads, dim=-1) @ w_o.T
 
 
 def test_a_slip_in_a_number_or_a_loop_names_the_lines_the_check_could_not_compare():
@@ -387,7 +387,7 @@ def test_a_slip_in_a_number_or_a_loop_names_the_lines_the_check_could_not_compar
     order = diagnose(heads_in_reverse_order, per_head=True, echo=False)
     line = marked_line(heads_in_reverse_order)
     assert list(order.lines) == [line]
-    says(order.message, f"line {line - 4}: `for i in reversed(range(len(w_q))):")
+    says(order.message, f"line {line - 1}: `for i in reversed(range(len(w_q))):")
     # a scale slip on its own line with nothing read from elsewhere gets no such note
     own = check_exercise(lambda x, w_q, w_k: x @ w_q.T @ w_k @ x.mT, "head_scores", echo=False)
     assert "It reads values set on" not in own.message, own.message

@@ -21,9 +21,9 @@ def heads_read_through_a_reversed_index(x, w_q, w_k, w_v, w_o):
     n = len(w_q)
     for i in range(n):
         j = n - 1 - i  # slip
-        q, k, v = x @ w_q[j].T, x @ w_k[j].T, x @ w_v[j].T
+        q, k, v = x @ w_q[j].T, x @ w_k[j].T, x @ w_v[j].T  # <-
         heads.append((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v)
-    return torch.cat(heads, dim=-1) @ w_o.T  # <-
+    return torch.cat(heads, dim=-1) @ w_o.T
 
 
 def heads_put_at_the_front(x, w_q, w_k, w_v, w_o):
@@ -35,9 +35,10 @@ def heads_put_at_the_front(x, w_q, w_k, w_v, w_o):
 
 
 def test_an_order_is_followed_to_the_index_and_the_list_call_that_set_it():
-    """The heads come out in another order; the tensors the check matched (each head's q, k, v
-    and weights·v) are passed through to the index that chose them, or to the call that put them
-    at the list's front. A size read from a shape cannot reorder and is not named."""
+    """The heads come out in another order: a pass that reads another head's matrices is named
+    on the line that reads them, with the index that chose them; heads made right and put at the
+    list's front, on the cat, with the call that put them there. A size read from a shape cannot
+    reorder and is not named."""
     for fn in (heads_read_through_a_reversed_index, heads_put_at_the_front):
         result = diagnose(fn, per_head=True, echo=False)
         assert list(result.lines) == [marked(fn)], result.message

@@ -72,6 +72,7 @@ from helpers.checker.unexplained import (
     _own,
     _right_until,
     _transposed_input,
+    _wrong_pass,
 )
 
 
@@ -418,7 +419,7 @@ def _explain(
         first = pending[0]
         if first.borrowed:  # this call goes on from a departure first seen in another call:
             break  # what differs next may be that same slip showing again, or another: unknown
-        special = [_missing_head(run) or _misplaced(run) for run in pending]
+        special = [_missing_head(run) or _misplaced(run) or _wrong_pass(run) for run in pending]
         if special[0]:
             stage, target, record, detail, hint = special[0]
             stages_at.append([run.stages for run in runs])

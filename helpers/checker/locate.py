@@ -137,7 +137,7 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
     value = stages.get(finding.stage)
     if value is None:
         return finding
-    moved = record
+    moved, other_head = record, False
     while _op(moved).strip("_") in _SELECTS and moved.parents:  # (1)
         parent = run.records[moved.parents[0]]
         if not parent.dtype.is_floating_point or _holds(parent.tensor, value):
@@ -173,6 +173,11 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
     hint = finding.hint  # a scale's hint names the other lines that scale: from the new one
     if hint.startswith("look at the scale on this line"):
         hint = _scale_hint(moved, run)
+    elif not hint and not finding.mistake and other_head:  # not the stage's hint for its own line
+        hint = (
+            "in at least one pass of the loop this line makes another head's numbers: look at "
+            "which head's matrices or features it takes in each pass."
+        )
     return dataclasses.replace(finding, record=moved, position=_position(moved, runs), hint=hint)
 
 

@@ -116,7 +116,8 @@ def _missing_head(run: _Run):
         index = next(n for n, r in enumerate(siblings) if r is mine)
         per_pass = len(siblings) // h if len(siblings) % h == 0 else 0
         head = missing[0]
-        record = siblings[index + head * per_pass] if per_pass else None
+        at = index + head * per_pass
+        record = siblings[at] if per_pass and at < len(siblings) else None
         copies = [k for k in range(h) if record is not None and equal(record.tensor, k)]
         # how many of the learner's tensors equal each head's: "again" only for one made twice
         made = [sum(r.tensor.shape == mine.tensor.shape and equal(r.tensor, k)
@@ -131,6 +132,8 @@ def _missing_head(run: _Run):
                 "each head needs its own slice: look at which head's matrices or features this "
                 "line takes in each pass of the loop."
             )
+        elif len(siblings) >= h:  # a pass for every head, some made wrong: not "never made"
+            continue
         else:  # fewer passes than heads: one is skipped, not replaced
             ones = [str(k) for k in range(h) if made[k]]
             detail += f": your code makes head{'s' if len(ones) > 1 else ''} {_and(ones)}'s only"
@@ -141,6 +144,69 @@ def _missing_head(run: _Run):
             record = mine
         return stage, None, record, detail, hint
     return None
+
+
+def _wrong_pass(run: _Run):
+    """Code that works one head at a time, where a stage's first pass matches head 0's slice (so
+    the stage counts as found) but a later pass differs from its own head's slice (its scale or
+    its matrices taken per pass): (the stage, None, that pass's tensor, detail, hint), else
+    None."""
+    own = _own(run.found)
+    for stage in ("q_heads", "k_heads", "v_heads", "scores", "masked", "weights", "heads"):
+        if stage not in own or stage not in run.stages:
+            continue
+        value = run.stages[stage]
+        if value.dim() != 4 or value.shape[1] < 2:
+            continue
+        mine, per_head = run.records[own[stage]], value.unbind(1)
+        if mine.tensor.shape not in (per_head[0].shape, per_head[0].mT.shape):
+            continue  # all heads at once
+        h, passes = len(per_head), _passes(mine, run.records)
+        if len(passes) != h or passes[0][0] is not mine or len({len(p) for p in passes}) > 1:
+            continue  # not one tensor of this kind per pass, one pass per head
+        for k in range(h):
+            record = passes[k][0]
+            ref = per_head[k] if mine.tensor.shape == per_head[k].shape else per_head[k].mT
+            if _same(record.tensor, ref):
+                continue
+            gap = (record.tensor - ref).abs().masked_fill(record.tensor == ref, 0)
+            detail = f"largest difference {float(gap.max()):.3g}, in head {k}'s pass of the loop"
+            flip = ref is not per_head[k]
+            other = [j for j in range(h) if j != k
+                     and _same(record.tensor, per_head[j].mT if flip else per_head[j])]  # fmt: skip
+            hint = ""  # the stage's own hint (the scores': the product and the scale)
+            if other:
+                detail += f", where it equals head {other[0]}'s"
+                hint = (
+                    "each head needs its own slice: look at which head's matrices or features "
+                    "this line takes in each pass of the loop."
+                )
+            elif stage in ("q_heads", "k_heads", "v_heads"):
+                hint = (
+                    f"look at what this line makes in head {k}'s pass of the loop: which "
+                    "matrices or features, and what is done to them?"
+                )
+            return stage, None, record, detail, hint
+    return None
+
+
+def _passes(mine: Record, records: list[Record]) -> list[list[Record]]:
+    """The records made like `mine` (its line, op and shape), grouped into a loop's passes: a pass
+    ends where a record made on another line comes between two of them (`q, k, v = ...` makes
+    three on one line in each pass), from mine's place in its group on."""
+    key = (mine.lineno, mine.op, mine.tensor.shape)
+    groups: list[list[Record]] = []
+    broken = True
+    for r in records:
+        if (r.lineno, r.op, r.tensor.shape) == key:
+            if broken:
+                groups.append([])
+            groups[-1].append(r)
+            broken = False
+        elif r.lineno != mine.lineno:
+            broken = True
+    at = next((n for g in groups for n, r in enumerate(g) if r is mine), None)
+    return [] if at is None else [g[at:] for g in groups]
 
 
 def _and(items: list[str]) -> str:

@@ -1,0 +1,64 @@
+"""helpers.diagnose after the fifteenth trial: in a loop over the heads, a pass that makes another
+head's keys, or scores at another scale, is named with its pass and its line, not called "never
+made" nor sent to the line that puts the heads side by side. Each beside the wrong object that must
+keep its message."""
+
+import math
+
+import torch
+
+from helpers.diagnose import diagnose
+from tests.diagnose_support import lines_in, marked_lines
+
+
+def keys_of_the_head_before(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for i in range(len(w_q)):
+        q = x @ w_q[i].T
+        k = x @ w_k[i - 1].T  # <-
+        v = x @ w_v[i].T
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        heads.append(scores.softmax(dim=-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def scores_scaled_by_the_head_number(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for i in range(len(w_q)):
+        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1] + i)  # <-
+        heads.append(scores.softmax(dim=-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def test_a_pass_that_makes_another_heads_keys_is_named_with_its_pass():
+    result = diagnose(keys_of_the_head_before, per_head=True, echo=False)
+    assert lines_in(result.message) == marked_lines(keys_of_the_head_before), result.message
+    assert "in head 0's pass of the loop, where it equals head 2's" in result.message
+    assert "look at which head's matrices or features this line takes in each pass" in (
+        result.message
+    )
+    assert "cuts the features" not in result.message and "never made" not in result.message
+
+
+def test_a_pass_whose_scores_differ_is_not_called_never_made():
+    result = diagnose(scores_scaled_by_the_head_number, per_head=True, echo=False)
+    assert lines_in(result.message) == marked_lines(scores_scaled_by_the_head_number)
+    assert "in head 1's pass of the loop" in result.message, result.message
+    for false in ("never made", "side by side", "another head's", "loop's range"):
+        assert false not in result.message, result.message
+    # the wrong object: a loop that skips a head is still said to skip it
+    result = diagnose(every_head_but_the_last, per_head=True, echo=False)
+    assert "head 2's is never made: your code makes heads 0 and 1's only" in result.message, (
+        result.message
+    )
+
+
+def every_head_but_the_last(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for i in range(len(w_q) - 1):
+        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        heads.append(scores.softmax(dim=-1) @ v)
+    heads.append(torch.zeros_like(heads[0]))
+    return torch.cat(heads, dim=-1) @ w_o.T
