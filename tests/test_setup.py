@@ -164,6 +164,17 @@ def test_the_lanes_run_every_test_file_and_every_notebook_once():
     assert sorted(wrong) != sorted(every) and len(wrong) > len(every)
 
 
+def test_the_lane_that_trains_18s_models_runs_first_in_priority():
+    """Every lane but the one that starts with 18's training runs niced: that lane must exist and
+    start with test_induction (the wrong object: a renamed lane would leave every lane niced)."""
+    from course.commands import FIRST_LANE, test_lanes
+
+    lanes = test_lanes()
+    assert FIRST_LANE in lanes
+    assert lanes[FIRST_LANE][0][-2:] == ["tests/test_induction.py", "tests/browser/test_site.py"]
+    assert "18's models" not in " ".join(name for name in lanes if name != FIRST_LANE)
+
+
 def test_make_targets_call_the_entry_point():
     for target, expected in [("lab", "-m course lab"), ("test", "-m course test"),
                              ("nbval", "-m course test --only nbval"),
