@@ -39,10 +39,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
+def jupyter_lab(root_dir: Path | None = None, timeout: float = 90, kernels: bool = True):
     """Start JupyterLab on a free loopback port with a token; yield (base_url, token); stop it
     (the whole process group) whatever happens. By default it serves a copy of notebooks/, so
-    JupyterLab's autosave can never change the committed notebooks that nbval then checks."""
+    JupyterLab's autosave can never change the committed notebooks that nbval then checks.
+    kernels=False: a notebook opened starts no kernel (JupyterLab's notebook_starts_kernel), for
+    tests that only read what the notebook shows."""
     made = []  # the temporary folders made here, removed at the end
     if root_dir is None:
         made.append(Path(tempfile.mkdtemp(prefix="course-notebooks-")))
@@ -54,7 +56,7 @@ def jupyter_lab(root_dir: Path | None = None, timeout: float = 90):
         str(ROOT / ".venv" / "bin" / "jupyter"), "lab", "--no-browser", "--allow-root",
         "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root_dir}",
-        "--LabApp.news_url=None",
+        "--LabApp.news_url=None", f"--LabApp.notebook_starts_kernel={kernels}",
     ]  # fmt: skip
     # fresh settings and workspaces each time: nothing a test (or a teacher) left on this machine,
     # such as a slideshow left running, changes what the next test sees

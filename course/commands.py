@@ -352,20 +352,30 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
     induction = "tests/test_induction.py"  # trains 18's models: first, so that the others read
     checker = "tests/test_diagnose_*.py"  # them back (TRAINED_CACHE); the checker beside pip
+    folder = Path(notebooks) if Path(notebooks).is_absolute() else ROOT / notebooks
+    books = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+             for p in sorted(folder.glob("*.ipynb"))]  # fmt: skip
+    half = len(books) // 2  # strict nbval in two lanes, half the notebooks each
+    first, second = (books[:half], books[half:]) if books else ([notebooks], [])
+        (books[: len(books) // 2], books[len(books) // 2 :]) if books else ([notebooks], [])
+    )
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
-        "panels in JupyterLab": [[*pytest, lab, controls]],  # one pytest: one Run All each
+        "panels in JupyterLab, nbval's first half": [
+            [*pytest, lab, controls],  # one pytest: one Run All each for both files
+            [*pytest, *NBVAL, *first],
+        ],
         "slides, links, the student copy": [
             [*pytest, browser, *(f"--ignore={f}" for f in (lab, controls, site))],
             [*pytest, student],
         ],
-        "unit, nbval": [
+        "unit, nbval's second half": [
             [
                 *pytest,
                 "tests",
                 *(f"--ignore={f}" for f in (browser, install, student, induction)),
                 f"--ignore-glob={checker}",
             ],
-            [*pytest, *NBVAL, notebooks],
+            *([[*pytest, *NBVAL, *second]] if second else []),
         ],  # fmt: skip
         FIRST_LANE: [[*pytest, induction, site]],
         "pip, the checker": [

@@ -2,7 +2,7 @@
 copy (what `lab` serves by default, solutions left out) and a copy of notebooks/ (what
 `lab --solutions` serves). A link to a file must open it in a tab of its own with no error
 dialog, and the server must serve it (not a 404). Links to other sites are only listed: the
-tests run offline."""
+tests run offline. No kernel is started (a link opens the same with or without one)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def all_links(page, root: Path, notebooks: list[str]) -> dict[str, list]:
     found = {}
     page.set_viewport_size({"width": 1280, "height": 720})
     try:
-        with jupyter_lab(root) as (base, token):
+        with jupyter_lab(root, kernels=False) as (base, token):
             for notebook in notebooks:
                 problems = clicked_links(page, base, token, notebook)
                 if problems:
