@@ -357,8 +357,6 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
              for p in sorted(folder.glob("*.ipynb"))]  # fmt: skip
     half = len(books) // 2  # strict nbval in two lanes, half the notebooks each
     first, second = (books[:half], books[half:]) if books else ([notebooks], [])
-        (books[: len(books) // 2], books[len(books) // 2 :]) if books else ([notebooks], [])
-    )
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
         "panels in JupyterLab, nbval's first half": [
             [*pytest, lab, controls],  # one pytest: one Run All each for both files
