@@ -65,8 +65,8 @@ def test_setup_prints_each_step_with_the_time_it_took_and_skips_when_installed(
     course.setup(root=tmp_path)
     out = capsys.readouterr().out
     # the seconds are whatever the machine took (a busy one: 1 s for `python -c pass`)
-    steps = r"\[1/2\] step one\n      done in \d+ s\n\[2/2\] step two\n      done in \d+ s\n"
-    assert re.search(steps, out), out
+    printed = r"\[1/2\] step one\n      done in \d+ s\n\[2/2\] step two\n      done in \d+ s\n"
+    assert re.search(printed, out), out
     assert "✓ the course is installed in .venv/" in out
     course.setup(root=tmp_path)  # installed, pins unchanged: nothing to do
     assert capsys.readouterr().out == ""
