@@ -59,8 +59,9 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in five lanes at once (docs/development.md has the measurements): the
-# panels in JupyterLab; the slideshow and the notebooks' links, then the student copy's run; the
-# unit tests, then strict nbval; 18's models trained (test_induction), then the static site;
+# panels in JupyterLab, then half the notebooks under strict nbval; the slideshow and the
+# notebooks' links, then the student copy's run; the unit tests, then nbval's other half; 18's
+# models trained (test_induction), then the static site and the class report;
 # test_install (pip's resolves, mostly waiting on the index) beside the checker's tests. Each
 # lane with a browser has its own Chromium (and, where it opens notebooks, its own JupyterLab).
 # torch gets one thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with
@@ -350,6 +351,7 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     names = ("in_jupyterlab", "in_jupyterlab_controls", "site", "links")
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
+    report = "tests/test_report.py"  # the class report: after the site, in the lane with room
     induction = "tests/test_induction.py"  # trains 18's models: first, so that the others read
     checker = "tests/test_diagnose_*.py"  # them back (TRAINED_CACHE); the checker beside pip
     folder = Path(notebooks) if Path(notebooks).is_absolute() else ROOT / notebooks
@@ -370,12 +372,12 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
             [
                 *pytest,
                 "tests",
-                *(f"--ignore={f}" for f in (browser, install, student, induction)),
+                *(f"--ignore={f}" for f in (browser, install, student, induction, report)),
                 f"--ignore-glob={checker}",
             ],
             *([[*pytest, *NBVAL, *second]] if second else []),
         ],  # fmt: skip
-        FIRST_LANE: [[*pytest, induction, site]],
+        FIRST_LANE: [[*pytest, induction, site, report]],
         "pip, the checker": [
             [*pytest, install, *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(checker))]
         ],
