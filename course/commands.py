@@ -62,7 +62,8 @@ NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval
 # panels in JupyterLab, then half the notebooks under strict nbval; the slideshow and the
 # notebooks' links, then the student copy's run; the unit tests, then nbval's other half; 18's
 # models trained (test_induction), then the static site and the class report;
-# test_install (pip's resolves, mostly waiting on the index) beside the checker's tests. Each
+# test_install (pip's resolves, waiting on the index much of the time), then the checker's tests.
+# Each
 # lane with a browser has its own Chromium (and, where it opens notebooks, its own JupyterLab).
 # torch gets one thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with
 # torch's default threads each trained 18's model several times slower than one alone.
@@ -335,7 +336,7 @@ def test_commands(notebooks: str = "notebooks") -> list[list[str]]:
     ]
 
 
-# The lane whose first command is one long chain of CPU work (18's models trained on one thread):
+# The lane that starts with one long chain of CPU work (18's models trained on one thread):
 # the others run niced (where the OS has nice), so that the chain gets a larger share of the two
 # cores while every lane runs, and the others use what it leaves.
 FIRST_LANE = "18's models, the site"
@@ -353,7 +354,7 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
     report = "tests/test_report.py"  # the class report: after the site, in the lane with room
     induction = "tests/test_induction.py"  # trains 18's models: first, so that the others read
-    checker = "tests/test_diagnose_*.py"  # them back (TRAINED_CACHE); the checker beside pip
+    checker = "tests/test_diagnose_*.py"  # them back (TRAINED_CACHE); the checker after pip
     folder = Path(notebooks) if Path(notebooks).is_absolute() else ROOT / notebooks
     books = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
              for p in sorted(folder.glob("*.ipynb"))]  # fmt: skip

@@ -74,7 +74,7 @@ NEWER = ["3.12", "3.13", "3.14"]
 @pytest.fixture(scope="module")
 def newer_pythons(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
     """{version: (every pin without torch, resolved; torch alone, resolved)} for each newer
-    Python, resolved at once: each resolve mostly waits on the index, not on this machine."""
+    Python, resolved at once: each resolve waits on the index for much of its time."""
     tmp = tmp_path_factory.mktemp("newer")
     lines = [line for name in ("requirements.txt", "requirements-test.txt")
              for line in (ROOT / name).read_text().splitlines()
@@ -217,7 +217,7 @@ def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(
         return wanted, installs(here, *binary, "--no-deps", *specs)
 
     versions = ("3.11", "3.12", "3.13", "3.14")
-    with ThreadPoolExecutor(len(versions)) as pool:  # at once: each mostly waits on the index
+    with ThreadPoolExecutor(len(versions)) as pool:  # at once: each waits on the index much of the time
         results = dict(zip(versions, pool.map(resolved, versions)))
     for version, (wanted, got) in results.items():
         assert {"torch", "jupyterlab", "matplotlib", "pyzmq", "psutil"} <= wanted.keys()
