@@ -217,7 +217,7 @@ def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(
         return wanted, installs(here, *binary, "--no-deps", *specs)
 
     versions = ("3.11", "3.12", "3.13", "3.14")
-    with ThreadPoolExecutor(len(versions)) as pool:  # at once: each waits on the index much of the time
+    with ThreadPoolExecutor(len(versions)) as pool:  # at once: each waits on the index a lot
         results = dict(zip(versions, pool.map(resolved, versions)))
     for version, (wanted, got) in results.items():
         assert {"torch", "jupyterlab", "matplotlib", "pyzmq", "psutil"} <= wanted.keys()
