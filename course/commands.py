@@ -59,12 +59,12 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in five lanes at once (docs/development.md has the measurements): the
-# panels in JupyterLab, then half the notebooks under strict nbval; the slideshow and the
-# notebooks' links, then the student copy's run; the unit tests, then nbval's other half; 18's
-# models trained (test_induction), then the static site and the class report;
-# test_install (pip's resolves, waiting on the index much of the time), then the checker's tests.
-# Each
-# lane with a browser has its own Chromium (and, where it opens notebooks, its own JupyterLab).
+# panels in JupyterLab; the slideshow and the notebooks' links, then the student copy's run; the
+# unit tests, then half the notebooks under strict nbval; 18's models trained (test_induction),
+# then the static site (built once for its unit and browser tests); test_install (pip's
+# resolves, all at once, waiting on the index much of the time), the class report and the
+# checker's tests, then nbval's other half. Each lane with a browser has its own Chromium (and,
+# where it opens notebooks, its own JupyterLab).
 # torch gets one thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with
 # torch's default threads each trained 18's model several times slower than one alone.
 # `--only nbval` runs two notebooks at a time.
@@ -352,18 +352,19 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
     browser, install, student = "tests/browser", "tests/test_install.py", "tests/test_student.py"
     names = ("in_jupyterlab", "in_jupyterlab_controls", "site", "links")
     lab, controls, site, links = (f"{browser}/test_{name}.py" for name in names)
-    report = "tests/test_report.py"  # the class report: after the site, in the lane with room
+    report = "tests/test_report.py"  # the class report: after pip, in the lane with room
+    site_files = "tests/test_site.py"  # with the browser's site tests: one build for both
     induction = "tests/test_induction.py"  # trains 18's models: first, so that the others read
     checker = "tests/test_diagnose_*.py"  # them back (TRAINED_CACHE); the checker after pip
+    checker_files = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(checker))
     folder = Path(notebooks) if Path(notebooks).is_absolute() else ROOT / notebooks
     books = [str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
              for p in sorted(folder.glob("*.ipynb"))]  # fmt: skip
     half = len(books) // 2  # strict nbval in two lanes, half the notebooks each
     first, second = (books[:half], books[half:]) if books else ([notebooks], [])
     return {  # balanced by their times in a fresh clone's run (docs/development.md)
-        "panels in JupyterLab, nbval's first half": [
+        "panels in JupyterLab": [
             [*pytest, lab, controls],  # one pytest: one Run All each for both files
-            [*pytest, *NBVAL, *first],
         ],
         "slides, links, the student copy": [
             [*pytest, browser, *(f"--ignore={f}" for f in (lab, controls, site))],
@@ -374,13 +375,15 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
                 *pytest,
                 "tests",
                 *(f"--ignore={f}" for f in (browser, install, student, induction, report)),
+                f"--ignore={site_files}",
                 f"--ignore-glob={checker}",
             ],
             *([[*pytest, *NBVAL, *second]] if second else []),
         ],  # fmt: skip
-        FIRST_LANE: [[*pytest, induction, site, report]],
-        "pip, the checker": [
-            [*pytest, install, *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(checker))]
+        FIRST_LANE: [[*pytest, induction, site_files, site]],
+        "pip, the report, the checker, nbval's first half": [
+            [*pytest, install, report, *checker_files],
+            [*pytest, *NBVAL, *first],
         ],
     }
 

@@ -14,6 +14,17 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture(scope="session")
+def whole_site(tmp_path_factory):
+    """The whole static site as `make site` builds it, once per pytest run: (folder, {name: page}).
+    tests/test_site.py reads its files and tests/browser/test_site.py opens them (one build,
+    most of it 18's model trained or read back, for both)."""
+    from course import site
+
+    out = tmp_path_factory.mktemp("site")
+    return out, {page.name: page for page in site.build(out)}
+
+
 # trained first: under `make test` (helpers.induction's $COURSE_TRAINED_CACHE) each model is then
 # trained once, early, and 18's Run Alls in the other lanes read it back instead of training it
 # again beside it

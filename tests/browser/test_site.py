@@ -12,11 +12,10 @@ from tests.browser.lab import SCREENSHOTS, static_server
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The whole site, as `make site` builds it (about 80 s here, most of it 18's training)."""
-    out = tmp_path_factory.mktemp("site")
-    site.build(out)
-    return out
+def built(whole_site):
+    """The whole site, as `make site` builds it (conftest's whole_site, shared with
+    tests/test_site.py)."""
+    return whole_site[0]
 
 
 def every_page(built) -> list[str]:
