@@ -70,6 +70,8 @@ class Calls:
     - `read`, `written`: numbers the non-view calls take in and make (a view reads and writes
       nothing; an input broadcast with stride 0 counts once per number in memory). What happens
       inside one call (a kernel's own buffers) is not seen.
+    - `largest`: the most numbers one call made (its largest new tensor): what the computation
+      must hold at once, at least.
     """
 
     calls: int = 0
@@ -77,6 +79,7 @@ class Calls:
     multiply_adds: int = 0
     read: int = 0
     written: int = 0
+    largest: int = 0
     ops: Counter = field(default_factory=Counter)
 
 
@@ -118,6 +121,7 @@ class _Counter(TorchDispatchMode):
         if fresh:  # a view shares its input's memory: it reads and writes nothing
             c.read += sum(_numbers(t) for t in ins)
             c.written += sum(_numbers(t) for t in fresh)
+            c.largest = max(c.largest, *(_numbers(t) for t in fresh))
         return out
 
 

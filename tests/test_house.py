@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MATH = ("attention", "layouts", "positions")  # what every other part builds on
+MATH = ("attention", "layouts", "positions", "tiles")  # what every other part builds on
 
 
 def _imports(path: Path) -> set[str]:
