@@ -85,12 +85,15 @@ def tiled_attention(
     block_k: int,
     block_q: int | None = None,
     is_causal: bool = False,
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """softmax(q kᵀ / √d_k) v for q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v), any
     leading dims (batch, heads), computed a tile at a time: `block_q` queries (default: all of
     them) against `block_k` keys, with the online softmax across the key tiles. is_causal: query
     i sees keys 0..i (top-left aligned, as torch's scaled_dot_product_attention); a tile whose
-    keys all lie after its queries is skipped, as the kernels skip it."""
+    keys all lie after its queries is skipped, as the kernels skip it. mask: boolean, True = may
+    attend, broadcastable to (..., T_q, T_k), as in helpers.attention; a query that may attend to
+    no key gets a zero output, as there."""
     if q.dim() < 2 or k.dim() != q.dim() or v.dim() != q.dim():
         raise ValueError(
             f"q, k and v must be (..., T, d) with the same leading dims; got "
@@ -107,6 +110,10 @@ def tiled_attention(
     _check_block("block_q", block_q, T_q)
     scale = 1.0 / math.sqrt(q.size(-1))
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if mask is not None:
+        if mask.dtype != torch.bool:
+            raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
+        mask = mask.expand(*lead, T_q, T_k)
     out = q.new_empty(*lead, T_q, v.size(-1))
     for q0 in range(0, T_q, block_q):
         q1 = min(q0 + block_q, T_q)
@@ -123,6 +130,8 @@ def tiled_attention(
                 rows = torch.arange(q0, q1).unsqueeze(-1)
                 cols = torch.arange(k0, k1)
                 s = s.masked_fill(cols > rows, -math.inf)
+            if mask is not None:
+                s = s.masked_fill(~mask[..., q0:q1, k0:k1], -math.inf)
             m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
             # a row with no key seen yet keeps m = −inf: subtract 0 there, not −inf (NaN)
             safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
@@ -131,5 +140,7 @@ def tiled_attention(
             total = rescale * total + p.sum(dim=-1, keepdim=True)
             acc = rescale * acc + p @ v[..., k0:k1, :]
             m = m_new
-        out[..., q0:q1, :] = acc / total
+        # a query that saw no key has total 0: its output is 0, not 0 / 0
+        seen = total.clamp_min(torch.finfo(total.dtype).tiny)
+        out[..., q0:q1, :] = torch.where(total > 0, acc / seen, 0.0)
     return out

@@ -29,6 +29,22 @@ def test_tiled_attention_equals_sdpa_at_every_block_size(dtype):
                 torch.testing.assert_close(got, want, **tol)
 
 
+def test_a_mask_of_any_shape_equals_the_course_s_attention_and_an_empty_row_gives_zeros():
+    from helpers.attention import scaled_dot_product_attention
+
+    q, k, v = qkv(2, 3, 5, 4)
+    for shape in [(5, 7), (2, 1, 5, 7), (2, 3, 5, 7)]:
+        mask = torch.rand(shape) > 0.4
+        mask[..., 1, :] = False  # a query that may attend to nothing
+        want, _ = scaled_dot_product_attention(q, k, v, mask)
+        for block_k in (1, 3, 7):
+            got = tiled_attention(q, k, v, block_k, 2, mask=mask)
+            torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+        assert (got[..., 1, :] == 0).all()
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        tiled_attention(q, k, v, 2, mask=torch.ones(5, 7))
+
+
 def test_the_online_softmax_ends_at_softmax_times_values_with_large_scores():
     scores = torch.tensor([3.0, 900.0, -5.0, 1000.0, 2.0], dtype=torch.float64)  # exp overflows
     values = torch.randn(5, 3, dtype=torch.float64)
