@@ -86,14 +86,17 @@ def tiled_attention(
     block_q: int | None = None,
     is_causal: bool = False,
     mask: torch.Tensor | None = None,
-) -> torch.Tensor:
+    return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """softmax(q kᵀ / √d_k) v for q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v), any
     leading dims (batch, heads), computed a tile at a time: `block_q` queries (default: all of
     them) against `block_k` keys, with the online softmax across the key tiles. is_causal: query
     i sees keys 0..i (top-left aligned, as torch's scaled_dot_product_attention); a tile whose
     keys all lie after its queries is skipped, as the kernels skip it. mask: boolean, True = may
     attend, broadcastable to (..., T_q, T_k), as in helpers.attention; a query that may attend to
-    no key gets a zero output, as there."""
+    no key gets a zero output, as there. return_lse: also return each query's log-sum-exp
+    (..., T_q, 1), m + log(total): the one number per row the kernels keep, from which any tile
+    of the weights can be recomputed exactly, exp(score − lse) (−inf for a row with no key)."""
     if q.dim() < 2 or k.dim() != q.dim() or v.dim() != q.dim():
         raise ValueError(
             f"q, k and v must be (..., T, d) with the same leading dims; got "
@@ -115,6 +118,7 @@ def tiled_attention(
             raise ValueError(f"mask must be boolean (True = may attend), got {mask.dtype}")
         mask = mask.expand(*lead, T_q, T_k)
     out = q.new_empty(*lead, T_q, v.size(-1))
+    lse = q.new_empty(*lead, T_q, 1)
     for q0 in range(0, T_q, block_q):
         q1 = min(q0 + block_q, T_q)
         q_tile = q[..., q0:q1, :]
@@ -143,4 +147,5 @@ def tiled_attention(
         # a query that saw no key has total 0: its output is 0, not 0 / 0
         seen = total.clamp_min(torch.finfo(total.dtype).tiny)
         out[..., q0:q1, :] = torch.where(total > 0, acc / seen, 0.0)
-    return out
+        lse[..., q0:q1, :] = m + torch.log(total)  # −inf + log 0 = −inf where no key was seen
+    return (out, lse) if return_lse else out

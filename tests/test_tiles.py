@@ -45,6 +45,15 @@ def test_a_mask_of_any_shape_equals_the_course_s_attention_and_an_empty_row_give
         tiled_attention(q, k, v, 2, mask=torch.ones(5, 7))
 
 
+def test_the_weights_come_back_exactly_from_one_number_per_row():
+    q, k, v = qkv(2, 3, 6, 4)
+    _, lse = tiled_attention(q, k, v, 3, 2, return_lse=True)
+    scores = q @ k.mT / 2.0  # √d_k = 2
+    torch.testing.assert_close(torch.exp(scores - lse), scores.softmax(-1), atol=1e-12, rtol=0)
+    m = scores.amax(-1, keepdim=True)  # the wrong object: the running max alone
+    assert (torch.exp(scores - m) - scores.softmax(-1)).abs().max() > 0.1
+
+
 def test_the_online_softmax_ends_at_softmax_times_values_with_large_scores():
     scores = torch.tensor([3.0, 900.0, -5.0, 1000.0, 2.0], dtype=torch.float64)  # exp overflows
     values = torch.randn(5, 3, dtype=torch.float64)

@@ -3,7 +3,8 @@
 Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
 raises AssertionError saying what came instead. One module per group of notebooks: `layers` (a
 layer's layout and counts, shared K/V), `trained_heads` (11, 12, 13), `scaling` (02, 07),
-`matrices` (05, 16, 17), `order` (positions), `induction` (18); `base` holds the ✗ they raise.
+`matrices` (05, 16, 17), `order` (positions), `induction` (18), `tiles` (19); `base` holds the
+✗ they raise.
 Notebooks import them from `helpers.claims` (18 calls them as `claims.check_…`).
 `tests/test_claims*.py`, `tests/test_positions.py` and the ledger's wrong objects
 (`tests/ledger/wrong_claims.py`) feed each one a wrong object (a biased layer, heads that share a
@@ -11,8 +12,8 @@ matrix, a head that projects twice, a head looking elsewhere, a missing scale, a
 turns nothing, heads holding copies of a shared K/V) and show it fails.
 Notebooks 08 and 14 check counts of what a call asks of PyTorch; those checks sit beside the
 counting, in `helpers.timing`.
-May import torch and helpers' math (`helpers.experiment`, `helpers.layouts`): no plotting, no
-widgets.
+May import torch and helpers' math (`helpers.experiment`, `helpers.layouts`, `helpers.tiles`)
+and `helpers.timing`'s counts: no plotting, no widgets.
 """
 
 from helpers.claims.base import check_refused
@@ -48,6 +49,7 @@ from helpers.claims.scaling import (
     check_scaled_rows_flat,
     check_unscaled_saturates,
 )
+from helpers.claims.tiles import check_maps_formed, check_never_held, check_tiles_match
 from helpers.claims.trained_heads import (
     check_anti_diagonal,
     check_head_patterns,
@@ -89,4 +91,7 @@ __all__ = [
     "check_induction_heads",
     "check_phase_change",
     "check_composition",
+    "check_tiles_match",
+    "check_never_held",
+    "check_maps_formed",
 ]

@@ -551,6 +551,37 @@ def _ov_rolled():
         checks.check_close(wrong, out[0], "Σ_i weights_i · x · W_OV,i = the module's out")
 
 
+# --- 19: tiles and the online softmax -----------------------------------------------------------
+
+_online_row = claim("19", r"the last step's acc / total = softmax\(scores\) @ v")
+
+
+@site_wrong(_online_row, "the steps' sums never rescaled when the max rises")
+def _online_unrescaled():
+    from helpers.tiles import online_softmax_steps
+
+    scores = torch.tensor([0.0, 1.0, 4.0, 2.0, -1.0], dtype=torch.float64)
+    values = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    total, acc = 0.0, torch.zeros(3, dtype=torch.float64)
+    for s in online_softmax_steps(scores, values, 2):
+        p = torch.exp(s.scores - s.m)
+        total, acc = total + p.sum(), acc + p @ values[s.keys[0] : s.keys[1]]
+    checks.check_close(acc / total, scores.softmax(-1) @ values, "acc / total")
+
+
+_recomputed = claim("19", r"the maps recomputed from q, k and one number per row")
+
+
+@site_wrong(_recomputed, "the running max kept as the row's number, without log(total)")
+def _recomputed_max_only():
+    mha, x = seeded_attention(16, 4), _x()
+    with torch.no_grad():
+        q, k = (split_heads(w(x), 4) for w in (mha.w_q, mha.w_k))
+        scores = q @ k.mT / 2.0
+        m = scores.amax(-1, keepdim=True)
+        checks.check_close(torch.exp(scores - m), mha(x)[1], "the maps recomputed")
+
+
 # --- the exercises: the checker's own catalogue, one mistake per exercise ---------------------
 
 EXERCISE_MISTAKE = {

@@ -440,6 +440,74 @@ def _composition_weak():
     claims.check_composition(0.37, without, 3.47)
 
 
+# --- helpers/claims/tiles.py: attention a tile at a time (19) --------------------------------
+
+
+def _tiles_never_rescaled(q, k, v, block_k, block_q, is_causal=False):
+    """Tiles whose running sums are never multiplied by exp(m_old − m_new)."""
+    T_q, T_k = q.size(-2), k.size(-2)
+    out = torch.empty_like(q[..., :1]).expand(*q.shape[:-1], v.size(-1)).clone()
+    for q0 in range(0, T_q, block_q):
+        qt = q[..., q0 : q0 + block_q, :]
+        m = torch.full((*qt.shape[:-1], 1), -torch.inf, dtype=q.dtype)
+        total, acc = torch.zeros_like(m), torch.zeros(*qt.shape[:-1], v.size(-1), dtype=q.dtype)
+        for k0 in range(0, T_k, block_k):
+            s = qt @ k[..., k0 : k0 + block_k, :].mT / q.size(-1) ** 0.5
+            if is_causal:
+                rows = torch.arange(q0, q0 + qt.size(-2)).unsqueeze(-1)
+                s = s.masked_fill(torch.arange(k0, k0 + s.size(-1)) > rows, -torch.inf)
+            m = torch.maximum(m, s.amax(-1, keepdim=True))
+            p = torch.exp(s - m).nan_to_num(0.0)
+            total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[..., k0 : k0 + block_k, :]
+        out[..., q0 : q0 + block_q, :] = acc / total
+    return out
+
+
+@wrong("check_tiles_match", "tiles whose running sums are never rescaled when the max rises")
+def _tiles_unrescaled():
+    claims.check_tiles_match(seeded_attention(16, 4), _x(), attend=_tiles_never_rescaled)
+
+
+def _held(T: int, block: int):
+    from helpers.attention import scaled_dot_product_attention
+    from helpers.tiles import tiled_attention
+    from helpers.timing import count_calls
+
+    q, k, v = torch.randn(3, 1, 2, T, 4, generator=_gen(T))
+    return (count_calls(lambda: scaled_dot_product_attention(q, k, v)),
+            count_calls(lambda: tiled_attention(q, k, v, block, block)))  # fmt: skip
+
+
+@wrong("check_never_held", "tiles as large as the sequence (one tile holds the whole map)")
+def _held_one_tile():
+    (p1, t1), (p2, t2) = _held(16, 32), _held(32, 32)
+    claims.check_never_held([16, 32], [p1, p2], [t1, t2], 1, 2, 4, 32)
+
+
+@wrong("check_never_held", "the plain computation's counts passed as the tiled ones")
+def _held_plain_twice():
+    (p1, _), (p2, _) = _held(64, 8), _held(128, 8)
+    claims.check_never_held([64, 128], [p1, p2], [p1, p2], 1, 2, 4, 8)
+
+
+@wrong("check_maps_formed", "need_weights=True in both calls")
+def _maps_asked_twice():
+    from helpers.timing import count_calls
+
+    layer, x = nn.MultiheadAttention(16, 2, batch_first=True), _x(T=8)
+    calls = count_calls(lambda: layer(x, x, x, need_weights=True))
+    claims.check_maps_formed(calls, calls, 1, 2, 8)
+
+
+@wrong("check_maps_formed", "need_weights=False in both calls (no maps formed)")
+def _maps_never_asked():
+    from helpers.timing import count_calls
+
+    layer, x = nn.MultiheadAttention(16, 2, batch_first=True), _x(T=8)
+    calls = count_calls(lambda: layer(x, x, x, need_weights=False))
+    claims.check_maps_formed(calls, calls, 1, 2, 8)
+
+
 # --- helpers/claims/base.py: a model that must refuse a text ---------------------------------
 
 
