@@ -62,3 +62,34 @@ def every_head_but_the_last(x, w_q, w_k, w_v, w_o):
         heads.append(scores.softmax(dim=-1) @ v)
     heads.append(torch.zeros_like(heads[0]))
     return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def heads_stacked_on_a_new_last_dim(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for i in range(len(w_q)):
+        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        heads.append(scores.softmax(dim=-1) @ v)
+    concat = torch.stack(heads, dim=-1).reshape(x.shape[0], x.shape[1], -1)  # <-
+    return concat @ w_o.T
+
+
+def heads_in_reversed_order(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for i in reversed(range(len(w_q))):
+        q, k, v = x @ w_q[i].T, x @ w_k[i].T, x @ w_v[i].T
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        heads.append(scores.softmax(dim=-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def test_a_loop_that_counts_the_heads_up_is_not_where_their_order_is_set():
+    """The fifteenth trial's judge: heads stacked on a new last dim (their features interleaved)
+    were told that line 9, `for i in range(len(w_q)):`, 'sets values' the stacking line reads.
+    A loop going 0, 1, 2 in order sets no order; the wrong object, a loop that goes backwards,
+    is still named as the place the order may come from."""
+    result = diagnose(heads_stacked_on_a_new_last_dim, per_head=True, echo=False)
+    assert lines_in(result.message) == marked_lines(heads_stacked_on_a_new_last_dim)
+    assert "for i in range" not in result.message, result.message
+    result = diagnose(heads_in_reversed_order, per_head=True, echo=False)
+    assert "for i in reversed(range(len(w_q))):" in result.message, result.message

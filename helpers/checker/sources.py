@@ -81,6 +81,15 @@ _NUMBER_MADE = {"scaled_by_d_model", "scaled_by_d_k", "multiplied_by_sqrt_d_k", 
                 "induction_on_the_previous_token", "induction_with_a_first_half_query"}  # fmt: skip
 
 
+# a loop header that goes through the heads 0, 1, 2, … in order (`for i in range(h):`,
+# `for i in range(len(w_q)):`, `for i, w in enumerate(w_q):`, `for a, b in zip(w_q, w_k):`):
+# the order of what it appends is not set there
+_IN_ORDER = re.compile(
+    r"^for [\w, ()]+ in (?:range\((?:len\([\w.]+\)|[\w.]+)\)|enumerate\([\w.]+\)|"
+    r"zip\([\w., ]+\))\s*:\s*(?:#.*)?$"
+)
+
+
 def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run]) -> Finding:
     """A finding on a line that reads names set on earlier lines the check could not compare
     (a number: `d_k = w_q.shape[1]`, `scale = ...`, `j = i % g`; a loop's variables:
@@ -127,11 +136,14 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     if finding.source is not None and finding.source.lineno:  # what the line it is made from reads
         todo.append(finding.source.lineno)
         compared.add(finding.source.lineno)
-    if order:  # a list a loop fills: the loop sets the order
+    if order:  # a list a loop fills: the loop sets the order, unless it counts up plainly
         for name in loads.get(record.lineno, ()):
             for at in stores.get(name, ()):
                 header = _loop_header(code.co_filename, at)
-                lines |= {header} if header is not None and header < record.lineno else set()
+                if header is None or header >= record.lineno:
+                    continue
+                if not _IN_ORDER.match(linecache.getline(code.co_filename, header).strip()):
+                    lines.add(header)
     while todo:
         line = todo.pop(0)
         names = loads.get(line, set())
@@ -151,6 +163,8 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
             at = max(earlier)
             text = linecache.getline(code.co_filename, at).strip()
             if text.startswith(("def ", "class ", "@")):
+                continue
+            if _IN_ORDER.match(text):  # a loop counting the heads up: no value to suspect
                 continue
             if at in compared:  # a tensor the check matched with one of the reference's steps:
                 if order:  # which one it is may come from an index made before it (followed:

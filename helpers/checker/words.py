@@ -218,7 +218,9 @@ def _entry(
         who = "It" if finding.source is None else f"It and line {finding.source.lineno}"
         lines.append(
             f"{indent}  {who} read{'s' if finding.source is None else ''} values set on {listed}, "
-            "for which the check has no reference value, so the slip may be there or on this line."
+            f"which the check cannot compare with the reference's (it has no step for what "
+            f"{'they set' if most else 'that line sets'}), so the slip may be there or on this "
+            "line."
         )
         numbers = [m.group(1) for m in map(re.compile(r"line (\d+)").match, finding.made_elsewhere)
                    if m]  # fmt: skip
