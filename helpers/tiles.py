@@ -7,12 +7,14 @@ Dao, 2023), written in plain torch so that every step can be printed and checked
   acc / total is the row's output, equal to softmax(scores) @ values, without the row's weights
   ever being held together.
 - `tiled_attention` does the same for every query of every head at once, a block of queries
-  against a block of keys: no tensor it makes is larger than (..., block_q, block_k) scores or
-  (..., block_q, d_v) outputs, where the plain computation makes (..., T_q, T_k) weights.
+  against a block of keys: apart from the output it fills, (..., T_q, d_v), no tensor it makes is
+  larger than one tile of scores per head, (..., block_q, block_k), where the plain computation
+  makes (..., T_q, T_k) weights.
 
 These are the kernels' arithmetic, not their speed: in Python the loop over blocks is slow, and
-what a real kernel saves (reads and writes of GPU memory) is counted with helpers.timing, never
-timed. Torch only.
+every tile passes through memory. What a real kernel saves, reads and writes of a GPU's main
+memory (Dao et al., 2022), is neither timed nor counted here; helpers.timing counts the largest
+tensor each way makes. Torch only.
 """
 
 from __future__ import annotations

@@ -19,27 +19,31 @@ from helpers.timing import Calls
 def check_tiles_match(
     module: FusedMultiHeadAttention, x: torch.Tensor, attend: Callable = tiled_attention
 ) -> None:
-    """For every tile size b = 1 … T (b queries against b keys), the module's heads computed by
-    `attend(q, k, v, b, b, is_causal=…)`, merged and mixed by its W^O, equal the module's own
-    output, without a mask and with a causal one; ✗ names the first size and mask that differ."""
+    """For every tile shape, 1 … T queries by 1 … T keys, the module's heads computed by
+    `attend(q, k, v, block_k, block_q, is_causal=…)`, merged and mixed by its W^O, equal the
+    module's own output, without a mask and with a causal one; ✗ names the first shape and mask
+    that differ."""
     T = x.size(1)
     q = split_heads(module.w_q(x), module.num_heads)
     k = split_heads(module.w_k(x), module.num_heads)
     v = split_heads(module.w_v(x), module.num_heads)
     causal = torch.ones(T, T, dtype=torch.bool).tril()
-    claim = "tiled attention = the fused module's output at every tile size"
+    claim = "tiled attention = the fused module's output at every tile shape"
     for is_causal, mask in ((False, None), (True, causal)):
         want, _ = module(x, mask)
-        for b in range(1, T + 1):
-            got = module.w_o(merge_heads(attend(q, k, v, b, b, is_causal=is_causal)))
-            try:
-                check_close(got, want, claim, echo=False)
-            except AssertionError as err:
-                where = "with a causal mask" if is_causal else "without a mask"
-                raise _fail(claim, f"at tile size {b} {where}: {str(err)[2:]}") from None
+        for block_q in range(1, T + 1):
+            for block_k in range(1, T + 1):
+                heads = attend(q, k, v, block_k, block_q, is_causal=is_causal)
+                try:
+                    check_close(module.w_o(merge_heads(heads)), want, claim, echo=False)
+                except AssertionError as err:
+                    where = "with a causal mask" if is_causal else "without a mask"
+                    why = str(err).split(": ", 1)[-1]  # after "✗ {claim}: "
+                    raise _fail(claim, f"tiles of {block_q} queries by {block_k} keys, {where}: "
+                                       f"{why}") from None  # fmt: skip
     print(
-        f"✓ tiled attention, a tile at a time = the fused module's output at every tile size "
-        f"1 … {T} ({T} sizes), without a mask and with a causal one: equal within atol "
+        f"✓ tiled attention = the fused module's output at every tile shape, 1 … {T} queries by "
+        f"1 … {T} keys ({T * T} shapes), without a mask and with a causal one: equal within atol "
         f"{default_atol(x):.0e}"
     )
 
@@ -57,7 +61,7 @@ def check_never_held(
     tiled one (tiles of `block` queries by `block` keys): the plain one makes a tensor of at
     least B·h·T·T numbers at every T; the tiled one never makes one larger than the output
     (B·h·T·d_k) or one tile (B·h·block·block), both smaller than B·h·T·T."""
-    claim = "the tiles never hold a T × T tensor"
+    claim = "the tiles never make a T × T tensor"
     for T, p, t in zip(sizes, plain, tiled):
         maps, bound = B * h * T * T, max(B * h * T * d_k, B * h * block * block)
         if p.largest < maps:
@@ -71,10 +75,12 @@ def check_never_held(
                 f" (the maps: {maps:,})",
             )
     first, last = sizes[0], sizes[-1]
-    print(f"✓ T = {first} → {last}: the plain computation's largest tensor holds the h maps, "
-          f"B·h·T·T = {plain[0].largest:,} → {plain[-1].largest:,} numbers;")  # fmt: skip
-    print(f"  the tiled one's is never more than the output or one {block} × {block} tile: "
-          f"{tiled[0].largest:,} → {tiled[-1].largest:,}")  # fmt: skip
+    print(f"✓ T = {first} → {last}: the plain computation's largest tensor, at least B·h·T·T (the "
+          f"h maps): {plain[0].largest:,} → {plain[-1].largest:,} numbers;")  # fmt: skip
+    print(
+        f"  the tiled one's, never more than the output (B·h·T·d_k) or one {block} × {block} "
+        f"tile per head (B·h·{block}·{block}): {tiled[0].largest:,} → {tiled[-1].largest:,}"
+    )
 
 
 def check_maps_formed(with_maps: Calls, without: Calls, B: int, h: int, T: int) -> None:
@@ -88,13 +94,14 @@ def check_maps_formed(with_maps: Calls, without: Calls, B: int, h: int, T: int) 
         raise _fail(claim, f"with need_weights=True the largest tensor has {with_maps.largest:,} "
                            f"numbers, fewer than B·h·T·T = {maps:,}")  # fmt: skip
     kernel = [op for op in without.ops if op.startswith("_scaled_dot_product")]
-    if without.largest >= maps or not kernel:
+    if without.largest >= maps or [without.ops[op] for op in kernel] != [1]:
+        calls = ", ".join(f"{op} × {without.ops[op]}" for op in kernel)
         raise _fail(
             claim,
             f"with need_weights=False the largest tensor has {without.largest:,} numbers "
             f"(the maps: {maps:,}) and the calls include "
-            f"{', '.join(kernel) or 'no _scaled_dot_product_* kernel'}",
+            f"{calls or 'no _scaled_dot_product_* kernel'} (one kernel call expected)",
         )
-    print(f"✓ need_weights=True: a tensor of B·h·T·T = {with_maps.largest:,} numbers, the maps "
-          f"(before averaging over heads); need_weights=False: at most {without.largest:,}, "
-          f"and one call to {kernel[0]}")  # fmt: skip
+    print(f"✓ need_weights=True: a tensor of {with_maps.largest:,} numbers, at least B·h·T·T = "
+          f"{maps:,} (the maps, before averaging over heads); need_weights=False: at most "
+          f"{without.largest:,}, and one call to {kernel[0]}")  # fmt: skip

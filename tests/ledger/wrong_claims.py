@@ -443,9 +443,10 @@ def _composition_weak():
 # --- helpers/claims/tiles.py: attention a tile at a time (19) --------------------------------
 
 
-def _tiles_never_rescaled(q, k, v, block_k, block_q, is_causal=False):
+def _tiles_never_rescaled(q, k, v, block_k, block_q=None, is_causal=False):
     """Tiles whose running sums are never multiplied by exp(m_old − m_new)."""
     T_q, T_k = q.size(-2), k.size(-2)
+    block_q = block_q or T_q
     out = torch.empty_like(q[..., :1]).expand(*q.shape[:-1], v.size(-1)).clone()
     for q0 in range(0, T_q, block_q):
         qt = q[..., q0 : q0 + block_q, :]
