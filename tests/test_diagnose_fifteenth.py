@@ -93,3 +93,28 @@ def test_a_loop_that_counts_the_heads_up_is_not_where_their_order_is_set():
     assert "for i in range" not in result.message, result.message
     result = diagnose(heads_in_reversed_order, per_head=True, echo=False)
     assert "for i in reversed(range(len(w_q))):" in result.message, result.message
+
+
+def induction_keys_by_a_rolled_eye(maps):
+    T = maps.size(-1)
+    n = T // 2
+    sel = torch.eye(T, dtype=torch.bool).roll(n - 1, dims=0)  # row t selects key t - n + 1
+    return maps[:, :, sel].mean(dim=(0, 2))  # <-
+
+
+def test_a_line_read_through_another_is_said_to_be_read_by_that_one():
+    """The fifteenth trial's re-judge: the score's line reads only `sel`, yet was said to read
+    values set on line 8 (`n = T // 2`), which only `sel`'s line reads. Each earlier line is now
+    named with the line that reads it (the message before this fix said "It reads values set on
+    line 9 … and line 8", and fails the asserts on who reads line 8)."""
+    from helpers.diagnose import check_exercise
+
+    result = check_exercise(induction_keys_by_a_rolled_eye, "induction_score", echo=False)
+    assert not result.ok
+    first = induction_keys_by_a_rolled_eye.__code__.co_firstlineno
+    sel, n = first + 3, first + 2
+    assert f"It reads values set on line {sel}:" in result.message, result.message
+    assert f"and line {sel} reads values set on line {n}:" in result.message, result.message
+    assert f"line {n}, which line {sel} reads" in result.message, result.message
+    assert f"It reads values set on line {sel}: `sel = " in result.message
+    assert f"It reads values set on line {n}" not in result.message

@@ -60,6 +60,7 @@ class Finding:
     mask_line: str = ""  # where the mask this line applies is made (_mask_made_elsewhere)
     used_at: str = ""  # where a right tensor is used in another's role (_misplaced's, made once)
     made_elsewhere: tuple[str, ...] = ()  # earlier lines the values it reads are set on
+    made_via: tuple[int, ...] = ()  # for each: the line that reads it (0: this line or its source)
 
 
 @dataclass

@@ -133,9 +133,12 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
              if all(_sizes_from(linecache.getline(code.co_filename, n), params | sizes)
                     for n in stores[name])}  # fmt: skip
     lines, todo, seen = set(), [record.lineno], set()
+    direct = {record.lineno}  # the lines whose reads are this line's own
+    via: dict[int, int] = {}  # a line named -> the line that reads it
     if finding.source is not None and finding.source.lineno:  # what the line it is made from reads
         todo.append(finding.source.lineno)
         compared.add(finding.source.lineno)
+        direct.add(finding.source.lineno)
     if order:  # a list a loop fills: the loop sets the order, unless it counts up plainly
         for name in loads.get(record.lineno, ()):
             for at in stores.get(name, ()):
@@ -144,6 +147,7 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
                     continue
                 if not _IN_ORDER.match(linecache.getline(code.co_filename, header).strip()):
                     lines.add(header)
+                    via.setdefault(header, record.lineno)
     while todo:
         line = todo.pop(0)
         names = loads.get(line, set())
@@ -178,20 +182,24 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
                         if n in indices or stores.get(n, set()) & tensors
                     }
                     todo.append(at)
-                    lines |= {at} & mutated if ".append(" not in text else set()
+                    if at in mutated and ".append(" not in text:
+                        lines.add(at)
+                        via.setdefault(at, line)
                 continue
             if _WHOLE_SHAPE.match(text):
                 continue  # `B, T, d_model = x.shape`: every size as it is
             if not scale and _sizes_from(text, params | sizes):
                 continue  # d_k = d_model // num_heads: a size, no offset: it can only scale
             lines.add(at)
+            via.setdefault(at, line)
             todo.append(at)
     if not lines:
         return finding
     nearest = sorted(lines, reverse=True)
     texts = [linecache.getline(code.co_filename, n).strip() for n in nearest]
     where = [f"line {n}: `{t}`" if t else f"line {n}" for n, t in zip(nearest, texts)]
-    return dataclasses.replace(finding, made_elsewhere=tuple(where))
+    reader = tuple(0 if via.get(n, record.lineno) in direct else via[n] for n in nearest)
+    return dataclasses.replace(finding, made_elsewhere=tuple(where), made_via=reader)
 
 
 def _argument_set_again(finding: Finding, fn: Callable | None, runs: list[_Run]) -> Finding:

@@ -213,28 +213,61 @@ def _entry(
             "line or in what it is given."
         )
     if where and finding.made_elsewhere:
-        *most, last = finding.made_elsewhere
-        listed = f"{'; '.join(most)} and {last}" if most else last
-        who = "It" if finding.source is None else f"It and line {finding.source.lineno}"
-        lines.append(
-            f"{indent}  {who} read{'s' if finding.source is None else ''} values set on {listed}, "
-            f"which the check cannot compare with the reference's (it has no step for what "
-            f"{'they set' if most else 'that line sets'}), so the slip may be there or on this "
-            "line."
-        )
-        numbers = [m.group(1) for m in map(re.compile(r"line (\d+)").match, finding.made_elsewhere)
-                   if m]  # fmt: skip
-        named = {n for part in re.findall(r"lines? \d+(?:(?:, | and )\d+)*", hint)
-                 for n in re.findall(r"\d+", part)}  # fmt: skip
-        numbers = [n for n in numbers if n not in named]  # the hint names them already
-        if numbers:
-            which = (
-                f"lines {', '.join(numbers[:-1])} and {numbers[-1]}, which set"
-                if len(numbers) > 1
-                else f"line {numbers[0]}, which sets"
-            )
-            hint = f"{hint} Then look at {which} values it reads."
+        lines.append(f"{indent}  {_read_elsewhere(finding)}")
+        hint = _look_further(finding, hint)
     return head, [*lines, f"{indent}Hint: {hint}"]
+
+
+def _listed(items: list[str]) -> str:
+    *most, last = items
+    return f"{'; '.join(most)} and {last}" if most else last
+
+
+def _read_elsewhere(finding: Finding) -> str:
+    """The sentence naming the earlier lines that set what a finding's line reads, each said to
+    be read by the line that really reads it (this line, the line it is made from, or a line
+    between: `sel` on line 9 read by line 10, and `n` on line 8 read by line 9)."""
+    readers = finding.made_via or (0,) * len(finding.made_elsewhere)
+    by: dict[int, list[str]] = {}
+    for text, reader in zip(finding.made_elsewhere, readers):
+        by.setdefault(reader, []).append(text)
+    parts = []
+    if 0 in by:
+        who = "It" if finding.source is None else f"It and line {finding.source.lineno}"
+        verb = "reads" if finding.source is None else "read"
+        parts.append(f"{who} {verb} values set on {_listed(by.pop(0))}")
+    for reader, texts in by.items():
+        lead = "line" if parts else "Line"
+        parts.append(f"{lead} {reader} reads values set on {_listed(texts)}")
+    setting = "that line sets" if len(finding.made_elsewhere) == 1 else "those lines set"
+    return (
+        f"{', and '.join(parts)}: the check cannot compare what {setting} with the reference's "
+        "(it has no step for it), so the slip may be there or on this line."
+    )
+
+
+def _look_further(finding: Finding, hint: str) -> str:
+    """The hint's last words: the lines of _read_elsewhere the hint does not name yet."""
+    named = {n for part in re.findall(r"lines? \d+(?:(?:, | and )\d+)*", hint)
+             for n in re.findall(r"\d+", part)}  # fmt: skip
+    readers = finding.made_via or (0,) * len(finding.made_elsewhere)
+    by: dict[int, list[str]] = {}  # the reader -> the lines it reads, in order
+    for text, reader in zip(finding.made_elsewhere, readers):
+        number = re.match(r"line (\d+)", text)
+        if number and number.group(1) not in named:
+            by.setdefault(reader, []).append(number.group(1))
+    parts = []
+    for reader, numbers in by.items():
+        one = len(numbers) == 1
+        listed = f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+        which = f"line {numbers[0]}" if one else f"lines {listed}"
+        if reader:
+            parts.append(f"{which}, which line {reader} reads")
+        else:
+            parts.append(f"{which}, which {'sets' if one else 'set'} values it reads")
+    if not parts:
+        return hint
+    return f"{hint} Then look at {', and '.join(parts)}."
 
 
 def _message(
