@@ -61,9 +61,9 @@ NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval
 # `test` runs its tests in five lanes at once (docs/development.md has the measurements): the
 # panels in JupyterLab; the slideshow and the notebooks' links, then the student copy's run; the
 # unit tests, then half the notebooks under strict nbval; 18's models trained (test_induction),
-# then the static site (built once for its unit and browser tests); test_install (pip's
-# resolves, all at once, waiting on the index much of the time), the class report and the
-# checker's tests, then nbval's other half. Each lane with a browser has its own Chromium (and,
+# then the static site (built once for its unit and browser tests), then nbval's other half;
+# test_install (pip's resolves, all at once, waiting on the index much of the time), the class
+# report and the checker's tests. Each lane with a browser has its own Chromium (and,
 # where it opens notebooks, its own JupyterLab).
 # torch gets one thread in every lane and kernel (PARALLEL_ENV): two lanes on 2 cores with
 # torch's default threads each trained 18's model several times slower than one alone.
@@ -380,11 +380,8 @@ def test_lanes(notebooks: str = "notebooks") -> dict[str, list[list[str]]]:
             ],
             *([[*pytest, *NBVAL, *second]] if second else []),
         ],  # fmt: skip
-        FIRST_LANE: [[*pytest, induction, site_files, site]],
-        "pip, the report, the checker, nbval's first half": [
-            [*pytest, install, report, *checker_files],
-            [*pytest, *NBVAL, *first],
-        ],
+        FIRST_LANE: [[*pytest, induction, site_files, site], [*pytest, *NBVAL, *first]],
+        "pip, the report, the checker": [[*pytest, install, report, *checker_files]],
     }
 
 
