@@ -51,7 +51,7 @@ def _check_block(name: str, block: int, length: int) -> None:
         raise ValueError(f"{name} must be a whole number ≥ 1 (the keys or queries per tile), "
                          f"got {block!r}")  # fmt: skip
     if length < 1:
-        raise ValueError(f"there are no {'keys' if 'k' in name else 'queries'} to tile")
+        raise ValueError(f"there are no {'queries' if name == 'block_q' else 'keys'} to tile")
 
 
 @torch.no_grad()

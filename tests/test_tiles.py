@@ -91,5 +91,9 @@ def test_bad_blocks_and_shapes_say_what_is_wrong():
             tiled_attention(q, k, v, bad)
     with pytest.raises(ValueError, match="same d_k"):
         tiled_attention(q, k[..., :2], v, 2)
+    with pytest.raises(ValueError, match="there are no keys to tile"):
+        tiled_attention(q, k[..., :0, :], v[..., :0, :], 2, 2)
+    with pytest.raises(ValueError, match="there are no queries to tile"):
+        tiled_attention(q[..., :0, :], k, v, 2, 2)
     with pytest.raises(ValueError, match=r"scores must be \(T_k,\)"):
         online_softmax_steps(torch.zeros(3), torch.zeros(4, 2), 2)
