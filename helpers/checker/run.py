@@ -58,12 +58,16 @@ def _checked(check: Callable[[], Diagnosis], echo: bool, time_limit: float | Non
         _LIMITS.reset(token)
 
 
-def _traced(fn: Callable, copies: list, watch=(), inputs=None, when: str = "") -> Trace:
-    """trace_call under the check's limits; raises _Halted when the call was stopped."""
+def _traced(
+    fn: Callable, copies: list, watch=(), inputs=None, when: str = "", min_dim: int = 2
+) -> Trace:
+    """trace_call under the check's limits; raises _Halted when the call was stopped. `min_dim`:
+    the fewest dims a float tensor needs to be recorded (1 records vectors too)."""
     limits = _LIMITS.get() or _Limits(TIME_LIMIT, time.monotonic() + TIME_LIMIT,
                                       int(TRACE_LIMIT_MB * 2**20))  # fmt: skip
     trace = trace_call(
-        fn, copies, watch, deadline=limits.deadline, max_bytes=limits.max_bytes, inputs=inputs
+        fn, copies, watch, deadline=limits.deadline, max_bytes=limits.max_bytes, inputs=inputs,
+        min_dim=min_dim,
     )
     if trace.stopped is None:
         return trace
@@ -203,7 +207,7 @@ def _note(fn: Callable, name: str) -> str:
 
 
 def _run(
-    fn: Callable, args: dict, when: str = "", name: str = ""
+    fn: Callable, args: dict, when: str = "", name: str = "", min_dim: int = 2
 ) -> tuple[Trace | None, str | None]:
     """Call the learner's function on copies of args, traced; return (trace, None) or
     (None, the message for what it raised). `when` says which call, e.g. ' without a mask';
@@ -216,7 +220,7 @@ def _run(
     given = dict(_named_tensors(args.items()))
     inputs = dict(_named_tensors(zip(args, copies, strict=True)))
     # positional: the learner may name them freely
-    trace = _traced(fn, copies, matrices, inputs, when)
+    trace = _traced(fn, copies, matrices, inputs, when, min_dim)
     trace.changed = {
         arg: trace.changed.get(arg, ("", Place(None)))
         for arg, copy in inputs.items()

@@ -40,8 +40,20 @@ SHARED_KV_SIZES2 = {"B": 1, "h": 6, "g": 1, "T": 7, "d_k": 4}  # one K/V head (M
 SHARED_KV_SIZES3 = {"B": 1, "h": 8, "g": 2, "T": 4, "d_k": 2}  # groups of 4: h // g is neither
 
 
+TILED_SIZES = {"T_q": 6, "T_k": 10, "d_k": 4, "d_v": 3, "block": 3}  # 19's: a last block of 1 key
+
+
+TILED_SIZES2 = {"T_q": 5, "T_k": 7, "d_k": 2, "d_v": 4, "block": 2}
+
+
+TILED_SIZES3 = {"T_q": 3, "T_k": 4, "d_k": 3, "d_v": 2, "block": 4}  # one block: all the keys
+
+
 # further sets of sizes, after the second, for an exercise whose first two let a slip through
-FURTHER_CHECK_SIZES: dict[str, tuple[dict[str, int], ...]] = {"shared_kv": (SHARED_KV_SIZES3,)}
+FURTHER_CHECK_SIZES: dict[str, tuple[dict[str, int], ...]] = {
+    "shared_kv": (SHARED_KV_SIZES3,),
+    "tiled_attention": (TILED_SIZES3,),
+}
 
 
 # The sizes each exercise's check calls the learner's function with, keyed by exercise: 01
@@ -67,6 +79,7 @@ CHECK_SIZES: dict[str, dict[str, int]] = {
     "head_scores": {"B": B, "T": T, "d_model": D_MODEL, "d_k": ONE_HEAD_D_K},
     "induction_score": INDUCTION_SIZES,
     "shared_kv": SHARED_KV_SIZES,
+    "tiled_attention": TILED_SIZES,
 }
 
 
@@ -88,6 +101,7 @@ def _sizes_of(b: int, t: int, d_model: int, heads: int, d_k: int, t_k: int) -> d
         "head_scores": {"B": b, "T": t, "d_model": d_model, "d_k": d_k},
         "induction_score": INDUCTION_SIZES2,
         "shared_kv": SHARED_KV_SIZES2,
+        "tiled_attention": TILED_SIZES2,
     }
 
 
@@ -136,6 +150,12 @@ def _sizes_text(name: str) -> str:
         return (
             f"q of B = {b}, h = {h} query heads, T = {t} and d_k = {d_k}, and k and v with "
             f"g = {g} K/V heads"
+        )
+    if name == "tiled_attention":
+        t_q, t_k, d_k, d_v, block = (sizes[n] for n in ("T_q", "T_k", "d_k", "d_v", "block"))
+        return (
+            f"q of T_q = {t_q} queries and d_k = {d_k}, k and v of T_k = {t_k} keys (v with "
+            f"d_v = {d_v}), and block = {block}"
         )
     d_k = sizes.pop("d_k")
     heads = sizes.pop("num_heads", None)

@@ -329,8 +329,10 @@ class _Recorder(TorchFunctionMode):
         guard: _Guard | None = None,
         max_bytes: int | None = None,
         inputs: dict[str, torch.Tensor] | None = None,
+        min_dim: int = 2,
     ) -> None:
         super().__init__()
+        self.min_dim = min_dim  # float tensors of fewer dims are kept apart (`small`), not recorded
         self.guard = guard  # the time limit, and who raises Stopped
         self.max_bytes = max_bytes  # the copies (and the tensors they keep alive), at most
         self.bytes = 0
@@ -412,7 +414,7 @@ class _Recorder(TorchFunctionMode):
             tensors = (source,)
         for t in tensors:
             if isinstance(t, torch.Tensor) and (
-                (t.is_floating_point() and t.dim() >= 2) or _is_index(t)
+                (t.is_floating_point() and t.dim() >= self.min_dim) or _is_index(t)
             ):
                 copy = t.detach().to(torch.float32, copy=True)
                 lines = _learner_lines(self.stop)
@@ -471,6 +473,7 @@ def trace_call(
     deadline: float | None = None,
     max_bytes: int | None = None,
     inputs: dict[str, torch.Tensor] | None = None,
+    min_dim: int = 2,
 ) -> Trace:
     """Call fn(*args) under the recorder, with no autograd; never raises for the learner's code.
     `watch`: tensors among args (the weight matrices) whose use the trace reports if an op raises.
@@ -483,7 +486,7 @@ def trace_call(
     it."""
     here = trace_call.__code__
     guard = _Guard(here, deadline)
-    recorder = _Recorder(here, watch, guard, max_bytes, inputs)
+    recorder = _Recorder(here, watch, guard, max_bytes, inputs, min_dim)
     returned_at: list[tuple[int, str]] = []
     reseeded: list[Place] = []
 

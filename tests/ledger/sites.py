@@ -599,6 +599,11 @@ DIAGNOSE_MISTAKE = {  # which learner_code function fits which call of diagnose
 }
 
 
+def _both_refused(first, second):
+    """A result that is refused only when both are: the first if it passed, else the second."""
+    return first if first.ok else second
+
+
 @cache
 def exercise_wrong(expression: str) -> Wrong | None:
     """For a call `check_exercise(fn, "name")` or `diagnose(fn, …)` in a cell: a learner's
@@ -606,6 +611,16 @@ def exercise_wrong(expression: str) -> Wrong | None:
     from helpers.diagnose import check_exercise, diagnose
 
     found = re.search(r"check_exercise\(\s*\w+,\s*\"(\w+)\"", expression)
+    if found and found.group(1) == "tiled_attention":  # its ✓ has two halves: both can fail
+        from tests.test_tiled_exercise import learner, whole_map
+
+        return Wrong(
+            "check_exercise",
+            "tiled_attention with the sum not rescaled; and right, but from the whole map",
+            lambda: _both_refused(check_exercise(learner("sum_not_rescaled"), "tiled_attention",
+                                                 echo=False),
+                                  check_exercise(whole_map, "tiled_attention", echo=False)),
+        )  # fmt: skip
     if found and found.group(1) in EXERCISE_MISTAKE:
         name = found.group(1)
         mistake = EXERCISE_MISTAKE[name]

@@ -1,0 +1,517 @@
+"""19's exercise: one head's attention a block of keys at a time (the online softmax).
+
+The learner writes `my_tiled_attention(q, k, v, block)`: q (T_q, d_k), k (T_k, d_k), v (T_k, d_v),
+keys taken `block` at a time (the last block may be shorter); it returns softmax(q·kᵀ/√d_k)·v,
+(T_q, d_v), without ever holding a T_q × T_k tensor.
+
+The check runs the same loop in float64 (`online_steps`), with each classic slip switched on in
+turn (ONLINE_MISTAKES), and compares the learner's output with each. A slip is named only when the
+output equals what that slip gives. Its line is the first of the learner's tensors that holds the
+slip's own running value (its running sum, its accumulator, its scores...) at the first block where
+it differs from the right one; when no tensor does, the message says the check could not find the
+line. Any other difference is followed block by block: the check looks, among the learner's
+tensors in the order they are made, for the reference's running values after each block, and says
+after which block the first one it was finding stops appearing, and on which line, or that it
+cannot follow them. Code whose output is right is also asked never to make a tensor with as many
+numbers as the T_q × T_k map (the point of the exercise), and is run at two further sets of sizes.
+
+Imports the checker's run, again, compare and sizes modules; torch only.
+"""
+
+from __future__ import annotations
+
+import linecache
+import math
+from collections.abc import Callable
+
+import torch
+
+from helpers.checker.again import (
+    _at_second_sizes,
+    _float64_note,
+    _other_values_problem,
+    _second_call_problem,
+    _second_problem,
+)
+from helpers.checker.compare import ATOL, Diagnosis, Finding, _ratio, _same, _verdict
+from helpers.checker.run import (
+    _loop_header,
+    _note,
+    _returned_note,
+    _run,
+    _side_effect_message,
+    _side_effect_note,
+    _traced,
+    _unpack,
+)
+from helpers.checker.sizes import TILED_SIZES, TILED_SIZES2, TILED_SIZES3, _two_sizes
+from helpers.checker.trace import Record, Trace
+
+__all__ = ["ONLINE_MISTAKES", "check_tiled", "online_steps", "tiled_args"]
+
+NAME = "tiled_attention"
+
+# name: (what it looks like, a hint that points at the line, the running value it shows in first)
+ONLINE_MISTAKES: dict[str, tuple[str, str, str]] = {
+    "sum_not_rescaled": (
+        "the running sum is not rescaled when a block raises the maximum: the terms summed "
+        "before keep their old, smaller maximum, so they count too much in the sum (the "
+        "accumulator is rescaled)",
+        "look at the line that updates the running sum: what must the sum so far be multiplied "
+        "by when the maximum rises?",
+        "total",
+    ),
+    "acc_not_rescaled": (
+        "the accumulator (the running weighted sum of the values) is not rescaled when a block "
+        "raises the maximum: the values weighted before keep their old, smaller maximum (the "
+        "running sum is rescaled)",
+        "look at the line that updates the accumulator: what must the weighted sum so far be "
+        "multiplied by when the maximum rises?",
+        "acc",
+    ),
+    "never_rescaled": (
+        "neither the running sum nor the accumulator is rescaled when a block raises the "
+        "maximum (the factor is missing, or is 1 because it is computed after the maximum is "
+        "updated): the terms from earlier blocks keep their old, smaller maximum",
+        "look at the lines that update the running sum and the accumulator: what must the sums "
+        "so far be multiplied by when the maximum rises, and is that factor computed from the "
+        "maximum before the update and the one after?",
+        "total",
+    ),
+    "rescaled_the_wrong_way": (
+        "the running sum and the accumulator are multiplied by exp(m_new − m_old) when the "
+        "maximum rises, instead of exp(m_old − m_new)",
+        "look at the factor the sums so far are multiplied by: when the maximum rises, should "
+        "the old terms grow or shrink?",
+        "factor",
+    ),
+    "each_block_normalised": (
+        "each block's weights are divided by that block's own sum, and the blocks' outputs added "
+        "up: every block gets a total weight of 1, where all the keys together should",
+        "look at the line that divides a block's exponentials: one sum over all the keys must "
+        "divide them, known only after the last block.",
+        "weights",
+    ),
+    "each_block_normalised_averaged": (
+        "each block's weights are divided by that block's own sum, and the blocks' outputs "
+        "averaged: every block gets the same share, however large its scores",
+        "look at the line that divides a block's exponentials: one sum over all the keys must "
+        "divide them, known only after the last block.",
+        "weights",
+    ),
+    "final_division_missing": (
+        "the output is the accumulator itself: it is never divided by the running sum",
+        "look at what you return: is the weighted sum of the values a weighted average yet, "
+        "with weights that sum to 1?",
+        "out",
+    ),
+    "last_keys_dropped": (
+        "the keys after the last whole block are never read, as when the loop runs T_k // block "
+        "times",
+        "look at the blocks your loop visits: when T_k is not a multiple of block, the last "
+        "block is shorter, and it still has to be read.",
+        "loop",
+    ),
+    "no_scaling": (
+        "the scores are not scaled",
+        "look at the line that computes a block's scores: should they be scaled, and by what?",
+        "scores",
+    ),
+    "scaled_by_d_k": (
+        "the scores are divided by d_k",
+        "look at your divisor: is it the right power of d_k?",
+        "scores",
+    ),
+}
+
+# the running values, in the order the loop makes them, and their words
+_VALUES = {
+    "scores": "scores",
+    "max": "running maximum",
+    "weights": "exponentials exp(s − m)",
+    "total": "running sum",
+    "acc": "accumulator (the running weighted sum of the values)",
+}
+
+
+
+def tiled_args(second: bool | int = False, seed: int = 0) -> dict:
+    """q (T_q, d_k), k (T_k, d_k), v (T_k, d_v) and block, at the first sizes, the second (True or
+    1) or the third (2). The keys' scores grow along the sequence, so that the maximum of most
+    queries' rows rises in a later block, where a missing rescale shows."""
+    sizes = (TILED_SIZES, TILED_SIZES2, TILED_SIZES3)[int(second)]
+    t_q, t_k, d_k, d_v = (sizes[n] for n in ("T_q", "T_k", "d_k", "d_v"))
+    gen = torch.Generator().manual_seed(19 + 100 * seed)
+    q = torch.randn(t_q, d_k, generator=gen) + 1.0
+    ramp = torch.linspace(0.0, 1.5, t_k).unsqueeze(-1)
+    k = torch.randn(t_k, d_k, generator=gen) * 0.7 + ramp
+    v = torch.randn(t_k, d_v, generator=gen)
+    return {"q": q, "k": k, "v": v, "block": sizes["block"]}
+
+
+def online_steps(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, mistakes=()
+) -> tuple[list[dict], torch.Tensor]:
+    """The loop in float64, with the named slips made: (one dict per block: its keys (start,
+    stop), scores, max, factor, weights, total, acc; the output)."""
+    m = set(mistakes)
+    q, k, v = q.double(), k.double(), v.double()
+    d_k, t_k = q.size(-1), k.size(0)
+    divisor = 1.0 if "no_scaling" in m else d_k if "scaled_by_d_k" in m else math.sqrt(d_k)
+    stop = t_k - t_k % block if "last_keys_dropped" in m else t_k
+    normalised = bool(m & {"each_block_normalised", "each_block_normalised_averaged"})
+    run_max = q.new_full((q.size(0), 1), -math.inf)
+    total, acc = q.new_zeros(q.size(0), 1), q.new_zeros(q.size(0), v.size(-1))
+    steps: list[dict] = []
+    for start in range(0, stop, block):
+        end = min(start + block, t_k)
+        scores = q @ k[start:end].T / divisor
+        new = torch.maximum(run_max, scores.amax(-1, keepdim=True))
+        weights = torch.exp(scores - new)
+        if not steps:  # nothing summed yet: any factor multiplies zeros
+            factor = torch.zeros_like(new)
+        elif "rescaled_the_wrong_way" in m:
+            factor = torch.exp(new - run_max)
+        else:
+            factor = torch.exp(run_max - new)
+        if normalised:
+            weights = weights / weights.sum(-1, keepdim=True)
+            total, acc = total + 1, acc + weights @ v[start:end]
+        else:
+            keep_sum = "sum_not_rescaled" in m or "never_rescaled" in m
+            keep_acc = "acc_not_rescaled" in m or "never_rescaled" in m
+            total = total * (1.0 if keep_sum and steps else factor) + weights.sum(-1, keepdim=True)
+            acc = acc * (1.0 if keep_acc and steps else factor) + weights @ v[start:end]
+        steps.append({"keys": (start, end), "scores": scores, "max": new, "factor": factor,
+                      "weights": weights, "total": total, "acc": acc})  # fmt: skip
+        run_max = new
+    if normalised and "each_block_normalised_averaged" not in m:
+        return steps, acc
+    return steps, acc if "final_division_missing" in m else acc / total
+
+
+def _forms(t: torch.Tensor) -> list[torch.Tensor]:
+    """A running value as a learner may hold it: as is, without its last dim of 1, transposed."""
+    forms = [t]
+    if t.dim() == 2 and t.size(-1) == 1:
+        forms.append(t.squeeze(-1))
+    if t.dim() == 2:
+        forms.append(t.T)
+    return forms
+
+
+def _holds(record: Record, value: torch.Tensor) -> bool:
+    return any(_same(record.tensor, form) for form in _forms(value))
+
+
+def _first_holding(records: list[Record], value: torch.Tensor, after: int = -1) -> int | None:
+    return next((i for i, r in enumerate(records) if i > after and _holds(r, value)), None)
+
+
+def _keys(step: dict) -> str:
+    start, end = step["keys"]
+    return f"key {start}" if end - start == 1 else f"keys {start}–{end - 1}"
+
+
+def _block(j: int, step: dict) -> str:
+    return f"block {j} ({_keys(step)})"
+
+
+def _map_record(trace: Trace, t_q: int, t_k: int) -> Record | None:
+    """The first tensor the learner made with at least as many numbers as the T_q × T_k map."""
+    return next((r for r in trace.records if r.tensor.numel() >= t_q * t_k), None)
+
+
+def _largest(trace: Trace) -> Record | None:
+    floats = [r for r in trace.records if r.dtype.is_floating_point]
+    return max(floats, key=lambda r: r.tensor.numel(), default=None)
+
+
+def _max_over_queries(trace: Trace, t_q: int) -> Record | None:
+    """A maximum taken over a block's queries: an amax or max whose input is (T_q, n) scores and
+    whose result has n numbers, one per key (with or without the dim of 1)."""
+    for r in trace.records:
+        if "max" not in r.op or not r.parents:
+            continue
+        parent = trace.records[r.parents[0]].tensor if r.parents[0] < len(trace.records) else None
+        if parent is None or parent.dim() != 2 or parent.size(0) != t_q or parent.size(1) == t_q:
+            continue
+        if tuple(r.tensor.shape) in ((parent.size(1),), (1, parent.size(1))):
+            return r
+    return None
+
+
+def _with_hint(message: str, headline: str, record: Record | None, hint: str) -> str:
+    where = f"\n  Where: {record.where}" if record is not None and record.where else ""
+    return f"{message}{headline}{where}\n  Hint: {hint}"
+
+
+_AXIS_WORDS = (
+    "the maximum over dim 0 of a block's scores, that is over the queries: it has one number "
+    "per key, where each query's row needs its own maximum",
+    "look at the dim this line takes the maximum over: which dim of a block's scores holds a "
+    "query's keys?",
+)
+
+
+def _axis_message(record: Record) -> str:
+    what, hint = _AXIS_WORDS
+    return _with_hint("✗ ", f"max_over_queries: {what}.", record, hint)
+
+
+def _axis_note(record: Record) -> str:
+    """The same, after a message that says what went wrong later (an error, a shape)."""
+    return (
+        f"\n  Earlier, {record.where} takes the maximum over dim 0 of a block's scores, that is "
+        "over the queries: one number per key, where each query's row needs its own maximum, "
+        "over its keys."
+    )
+
+
+def _return_line(trace: Trace) -> Record | None:
+    if not trace.returned_at:
+        return None
+    line, code = trace.returned_at
+    return Record(torch.zeros(0), "return", line, code)
+
+
+def _locate(
+    name: str, fn: Callable, trace: Trace, right: list[dict], wrong: list[dict]
+) -> list[Record]:
+    """The learner's lines that make the slip's own value (see ONLINE_MISTAKES), or []."""
+    home = ONLINE_MISTAKES[name][2]
+    records = trace.records
+    if home == "out":
+        found = _return_line(trace)
+        return [found] if found else []
+    if home == "loop":  # the loop around the line that makes a block's scores
+        at = _first_holding(records, wrong[0]["scores"])
+        if at is None or records[at].lineno is None or records[at].caller is not None:
+            return []
+        code = getattr(fn, "__code__", None)
+        filename = code.co_filename if code else None
+        header = _loop_header(filename, records[at].lineno) if filename else None
+        if header is None:
+            return []
+        return [Record(torch.zeros(0), "loop", header, linecache.getline(filename, header).strip())]
+    homes = ("total", "acc") if name == "never_rescaled" else (home,)
+    found = []
+    if name == "never_rescaled":  # a factor made, but of 1 where the maximum rose
+        j = next((j for j, step in enumerate(right) if j and (step["factor"] < 1).any()), None)
+        ones = torch.ones_like(right[j]["factor"]) if j is not None else None
+        at = _first_holding(records, ones) if ones is not None else None
+        if at is not None and records[at].op == "exp":
+            found.append(records[at])
+    for value in homes:
+        j = next((j for j, (a, b) in enumerate(zip(right, wrong, strict=False))
+                  if a[value].shape != b[value].shape or not torch.allclose(a[value], b[value])),
+                 None)  # fmt: skip
+        if j is None:
+            continue
+        at = _first_holding(records, wrong[j][value])
+        if at is not None and not _holds(records[at], right[j][value]):
+            found.append(records[at])
+    return found
+
+
+def _named(name: str, fn: Callable, trace: Trace, right: list[dict], wrong: list[dict]) -> str:
+    what, hint, home = ONLINE_MISTAKES[name]
+    lines = _locate(name, fn, trace, right, wrong)
+    head = f"✗ This looks like a known mistake ({name}): {what}."
+    if not lines:
+        looked = {"out": "your `return` line", "loop": "the loop around your scores"}.get(
+            home, f"the slip's {_VALUES.get(home, home)} among the tensors your function makes"
+        )
+        return (
+            f"{head}\n  Where: the check could not find the line (it looked for {looked}).\n"
+            f"  Hint: {hint}"
+        )
+    where = " and ".join(r.where for r in lines)
+    if len(lines) == 3:  # the factor of 1, then the sums it multiplies
+        where = (f"{lines[0].where}, which makes a factor of 1 where the maximum rose; it "
+                 f"multiplies the sums on {lines[1].where} and {lines[2].where}")  # fmt: skip
+    return f"{head}\n  Where: {where}\n  Hint: {hint}"
+
+
+def _followed(trace: Trace, right: list[dict]) -> str:
+    """Where the learner's running values stop equalling the reference's: the Where and Hint of
+    a difference no known slip explains."""
+    records = trace.records
+    tracked: dict[str, tuple[int, int]] = {}  # value -> (last block found, its record)
+    for value in _VALUES:
+        at = -1
+        for j, step in enumerate(right):
+            found = _first_holding(records, step[value], after=at)
+            if found is None:
+                break
+            tracked[value] = (j, found)
+            at = found
+    if not tracked:
+        return (
+            "\n  Where: the check cannot follow your running values: it looks among your tensors "
+            "for the reference's, block by block, in the layouts (T_q, 1), (T_q,) and (T_q, d_v), "
+            "and finds none after the first block, so it cannot tell where the difference starts."
+            "\n  Hint: print your scores, running maximum, running sum and accumulator after each "
+            "block, and compare them with one row worked out by hand as at the top of the "
+            "notebook."
+        )
+    order = list(_VALUES)
+    last = len(right) - 1
+    stops = [(j, order.index(v), v, i) for v, (j, i) in tracked.items() if j < last]
+    if not stops:  # every value followed to the last block: the step after the loop
+        found = _return_line(trace)
+        where = f" {found.where}" if found else " the lines after your loop"
+        return (
+            "\n  Where: your tensors hold the reference's running values after every block, up "
+            f"to the last; the difference comes after the loop:{where}"
+            "\n  Hint: look at how the output is made from the running sum and the accumulator."
+        )
+    j, _, value, i = min(stops)
+    record = records[i]
+    following = [r for r in records[i + 1 :] if r.lineno == record.lineno
+                 and r.tensor.shape == record.tensor.shape]  # fmt: skip
+    after = (
+        "; what that line makes next, in the same shape, differs"
+        if following and record.lineno is not None and not _holds(following[0], right[j + 1][value])
+        else ""
+    )
+    done = f"block {j}" if j == 0 else f"blocks 0–{j}"
+    return (
+        f"\n  Where: the check follows the reference's running values among your tensors. It "
+        f"finds its {_VALUES[value]} after {done}, made on {record.where}, but not after "
+        f"{_block(j + 1, right[j + 1])}{after}. The check does not know which slip this is."
+        f"\n  Hint: look at what this line computes at {_block(j + 1, right[j + 1])}, and at the "
+        "values it reads there."
+    )
+
+
+def _nan_message(trace: Trace, out: torch.Tensor) -> str | None:
+    if out.isfinite().all():
+        return None
+    first = next((r for r in trace.records if r.dtype.is_floating_point
+                  and (r.tensor.isnan().any() or r.tensor.isposinf().any())), None)  # fmt: skip
+    what = "NaN" if out.isnan().any() else "inf"
+    where = f"\n  Where: the first tensor with a NaN or a +inf is made on {first.where}" if (
+        first is not None and first.where) else ""  # fmt: skip
+    return (
+        f"✗ Your output holds {what}, where the reference's numbers are all finite.{where}"
+        "\n  Hint: here a +inf usually comes from exp of a positive number (a score not lowered "
+        "by the maximum, or exp(m_new − m_old) while m_old is still −inf), and a NaN from "
+        "inf − inf or 0 · inf: look at what that line computes, and from what."
+    )
+
+
+def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
+    """The check of 19's exercise (called through check_exercise, under its time limit)."""
+    args = tiled_args()
+    t_q, t_k = args["q"].size(0), args["k"].size(0)
+    note = _note(fn, NAME)
+    right, expected = online_steps(**args)
+    expected = expected.float()
+    trace, problem = _run(fn, args, name=NAME, min_dim=1)
+    if problem:
+        if problem[0] == "○":
+            return _verdict(False, problem, echo)
+        again = _traced(fn, [a.clone() if isinstance(a, torch.Tensor) else a
+                             for a in args.values()], min_dim=1)  # fmt: skip
+        axis = _max_over_queries(again, t_q)
+        if axis is not None:
+            problem += _axis_note(axis)
+        return _verdict(False, problem, echo, note=note)
+    out, _ = _unpack(trace.result)
+    shape = tuple(expected.shape)
+    if out is None:
+        if trace.result is None:
+            message = ("✗ Your function returned None: is its last line a `return`? It should "
+                       f"return the output, of shape {shape} (T_q, d_v).")  # fmt: skip
+        else:
+            message = (f"✗ Your function returned {type(trace.result).__name__}; the check "
+                       f"expects a tensor of shape {shape} (T_q, d_v).")  # fmt: skip
+        return _verdict(False, message, echo, note=note)
+    if not isinstance(trace.result, torch.Tensor):
+        if _same(out, expected):
+            return _verdict(False, _returned_note(trace.result, shape, right=True), echo)
+        note = "\n  ".join(n for n in (_returned_note(trace.result, (), False), note) if n)
+    if _same(out, expected):
+        return _right(fn, trace, out, expected, args, echo, note)
+    note = "\n  ".join(n for n in (note, _side_effect_note(trace)) if n)
+    axis = _max_over_queries(trace, t_q)
+    if out.shape != expected.shape:
+        message = f"✗ Expected shape {shape} (T_q, d_v), got {tuple(out.shape)}."
+        if axis is not None:
+            message += _axis_note(axis)
+        return _verdict(False, message, echo, note=note)
+    nan = _nan_message(trace, out)
+    if nan:
+        return _verdict(False, nan, echo, note=note)
+    named = []
+    for name in ONLINE_MISTAKES:
+        wrong, theirs = online_steps(**args, mistakes=(name,))
+        if theirs.isfinite().all() and _same(out, theirs.float()):
+            named.append((name, wrong))
+    if len(named) == 1:
+        name, wrong = named[0]
+        finding = Finding(name, ONLINE_MISTAKES[name][2], None)
+        return _verdict(False, _named(name, fn, trace, right, wrong), echo, [finding], note)
+    if axis is not None:
+        finding = Finding("max_over_queries", "max", axis)
+        return _verdict(False, _axis_message(axis), echo, [finding], note)
+    diff = (out.detach().float() - expected).abs()
+    where = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape))
+    factor = _ratio(out, expected)
+    scaled = f"; yours are the reference's × {factor:.3g} in every entry" if factor else ""
+    message = (
+        f"✗ Your output differs from the reference's (largest difference "
+        f"{float(diff.max()):.3g}, at query {where[0]}, feature {where[1]}{scaled}), in a way "
+        "that matches no known mistake."
+    )
+    return _verdict(False, message + _followed(trace, right), echo, [Finding(None, "out", None)],
+                    note)  # fmt: skip
+
+
+def _right(
+    fn: Callable,
+    trace: Trace,
+    out: torch.Tensor,
+    expected: torch.Tensor,
+    args: dict,
+    echo: bool,
+    note: str,
+) -> Diagnosis:
+    t_q, t_k = args["q"].size(0), args["k"].size(0)
+    message = _side_effect_message(trace, out, expected)
+    if message:
+        return _verdict(False, message, echo)
+    whole = _map_record(trace, t_q, t_k)
+    if whole is not None:
+        message = (
+            f"✗ Your output is right, but {whole.where or 'your function'} makes a tensor of "
+            f"shape {tuple(whole.tensor.shape)}: as many numbers as the whole map of scores or "
+            f"weights (T_q × T_k = {t_q} × {t_k}), which this exercise never holds."
+            "\n  Hint: make each block's scores inside the loop, from that block's keys, and keep "
+            "only the running maximum, sum and accumulator from one block to the next."
+        )
+        return _verdict(False, message, echo)
+    again = _second_call_problem(fn, tiled_args(), expected)
+    other = tiled_args(seed=1)
+    again = again or _other_values_problem(fn, other, online_steps(**other)[1].float())
+    if again:
+        return _verdict(False, again, echo, note=note)
+    for which in (1, 2):
+        second = tiled_args(second=which)
+        problem = _second_problem(fn, second, online_steps(**second)[1].float())
+        if problem:
+            return _verdict(False, _at_second_sizes(NAME, fn, problem, which), echo, note=note)
+    largest = _largest(trace)
+    held = (
+        f" (its largest: shape {tuple(largest.tensor.shape)}, line {largest.lineno})"
+        if largest is not None and largest.lineno is not None
+        else ""
+    )
+    message = (
+        f"✓ Correct: equal to softmax(q·kᵀ/√d_k)·v within atol {ATOL:.0e}, {_two_sizes(NAME)}; "
+        f"and, at the first sizes, no float tensor your function made holds as many numbers as "
+        f"the T_q × T_k = {t_q} × {t_k} map{held}."
+    )
+    dtype = _float64_note(fn, args)
+    return _verdict(True, f"{message}\n  {dtype}" if dtype else message, echo)
