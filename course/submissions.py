@@ -53,7 +53,7 @@ EXERCISES: dict[str, Exercise] = {
         Exercise("my_induction_score", "18_induction_heads",
                  'check_exercise(my_induction_score, "induction_score")',
                  ("check_exercise", {"name": "induction_score"})),
-        Exercise("my_tiled_attention", "19_tiles_online_softmax",
+        Exercise("my_tiled_attention", "19_online_softmax",
                  'check_exercise(my_tiled_attention, "tiled_attention")',
                  ("check_exercise", {"name": "tiled_attention"})),
     )

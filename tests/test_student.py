@@ -14,7 +14,7 @@ WITH_EXERCISES = ["01_self_attention.ipynb", "03_per_head_projections.ipynb",
                   "05_cut_into_heads.ipynb", "06_one_model_two_layouts.ipynb",
                   "09_masks.ipynb", "13_cross_attention.ipynb", "15_shared_kv.ipynb",
                   "17_w_qk_and_w_ov.ipynb", "18_induction_heads.ipynb",
-                  "19_tiles_online_softmax.ipynb"]  # fmt: skip
+                  "19_online_softmax.ipynb"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

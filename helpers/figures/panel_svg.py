@@ -14,7 +14,13 @@ import torch
 
 from helpers.figures.palette import LINE_CONTRAST, on_white
 
-__all__ = ["query_breakdown_svg", "parameter_counts_svg", "kv_groups_svg", "rank_bars_svg"]
+__all__ = [
+    "query_breakdown_svg",
+    "online_row_svg",
+    "parameter_counts_svg",
+    "kv_groups_svg",
+    "rank_bars_svg",
+]
 
 FONT = 14
 ROW = 22  # px per token row
@@ -104,6 +110,83 @@ def query_breakdown_svg(
             f'<rect x="{x_values + f * cell}" y="{y + 2}" width="{cell}" height="{ROW - 4}" '
             f'fill="{fill}" stroke="#000" stroke-width="0.6"/>'
         )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}">{"".join(parts)}</svg>'
+    )
+
+
+def online_row_svg(
+    scores: torch.Tensor,
+    read: int,
+    block: tuple[int, int],
+    m: float,
+    out: torch.Tensor,
+    whole: torch.Tensor,
+    words: list[str],
+) -> str:
+    """One query's row part way through the online softmax: its scores (T,) as bars around 0,
+    the keys read so far dark, the block just read in blue, the rest pale, with the running
+    maximum m as a dashed line; exp(s − m) / total for the keys read (their softmax so far); and
+    the output so far (d_v,) above the whole row's softmax · v. Every number drawn is given."""
+    T, d_v = scores.size(0), out.size(0)
+    label_w, bar_w, cell = 60, 150, max(8, min(18, 160 // d_v))
+    x_scores, x_weights = label_w + 8, label_w + 8 + bar_w + 26
+    top = 2.2 * ROW
+    width = x_weights + bar_w + 8
+    height = top + (T + 3.4) * ROW + 4
+    limit = max(float(scores.abs().max()), abs(m)) or 1.0
+    zero = x_scores + bar_w / 2
+    x_of = lambda value: zero + value / limit * (bar_w / 2 - 4)  # noqa: E731
+    weights = torch.exp(scores[:read] - m)
+    weights = weights / weights.sum()
+    colours = matplotlib.colormaps["viridis"]
+    parts = [
+        _text(x_scores, 0.5 * ROW, "1. scores", extra=' font-weight="bold"'),
+        _text(x_scores, 1.4 * ROW, f"m = {m:+.3f} (dashed)"),
+        _text(x_weights, 0.5 * ROW, "2. exp(s − m) / total", extra=' font-weight="bold"'),
+        _text(x_weights, 1.4 * ROW, f"over the {read} keys read"),
+        f'<line x1="{zero}" x2="{zero}" y1="{top - 4}" y2="{top + T * ROW}" stroke="#333"/>',
+    ]
+    for j, word in enumerate(words):
+        y = top + j * ROW
+        s = float(scores[j])
+        if block[0] <= j < block[1]:
+            fill, stroke = "#0969da", ""  # the block just read
+        elif j < read:
+            fill, stroke = "#57606a", ""
+        else:
+            fill, stroke = "#ffffff", ' stroke="#8c959f"'  # not read yet
+        left, length = min(zero, x_of(s)), abs(x_of(s) - zero)
+        parts.append(_text(label_w, y + ROW / 2, word[:8], "end"))
+        parts.append(
+            f'<rect x="{left:.1f}" y="{y + 4}" width="{length:.1f}" height="{ROW - 8}" '
+            f'fill="{fill}"{stroke}><title>{s:+.3f}</title></rect>'
+        )
+        if j < read:
+            w = float(weights[j])
+            parts.append(
+                f'<rect x="{x_weights}" y="{y + 4}" width="{w * (bar_w - 40):.1f}" '
+                f'height="{ROW - 8}" fill="{_hex(colours(w))}"><title>{w:.3f}</title></rect>'
+            )
+            parts.append(_text(x_weights + w * (bar_w - 40) + 4, y + ROW / 2, f"{w:.2f}"))
+    x_m = x_of(m)
+    parts.append(
+        f'<line x1="{x_m:.1f}" x2="{x_m:.1f}" y1="{top - 4}" y2="{top + T * ROW}" '
+        'stroke="#cf222e" stroke-width="2" stroke-dasharray="4 3"/>'
+    )
+    v_limit = float(torch.cat([out, whole]).abs().max()) or 1.0
+    diverging = matplotlib.colormaps["RdBu_r"]
+    for i, (name, vector) in enumerate((("out so far", out), ("softmax · v", whole))):
+        y = top + (T + 0.6 + 1.2 * i) * ROW
+        parts.append(_text(x_scores + 84, y + ROW / 2, name, "end", ' font-weight="bold"'))
+        for f in range(d_v):
+            value = float(vector[f])
+            parts.append(
+                f'<rect x="{x_scores + 92 + f * cell}" y="{y + 2}" width="{cell}" '
+                f'height="{ROW - 4}" fill="{_hex(diverging(0.5 + value / (2 * v_limit)))}" '
+                f'stroke="#000" stroke-width="0.6"><title>{value:+.3f}</title></rect>'
+            )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
         f'viewBox="0 0 {width:.0f} {height:.0f}">{"".join(parts)}</svg>'

@@ -24,6 +24,7 @@ One module per panel, named by what it shows (the notebook that builds it in bra
 - `shared_kv` (15): query heads over fewer K/V heads: maps, parameters, the cache;
 - `circuits` (17): each head's maps rebuilt from W_QK, and the ranks of W_QK;
 - `induction` (18): a trained two-layer causal model's heads on a repeated sequence;
+- `online` (19): one query's row through the online softmax, a block of keys at a time;
 - `predict`: "predict, then run", a question the class answers before the cell that shows it.
 """
 
@@ -35,6 +36,7 @@ from helpers.panels.heads import HeadsExplorer
 from helpers.panels.induction import InductionExplorer, TrainingView
 from helpers.panels.one_head import QueryExplorer
 from helpers.panels.one_vs_many import OneVsManyExplorer
+from helpers.panels.online import OnlineSoftmaxExplorer
 from helpers.panels.parameters import ParameterExplorer
 from helpers.panels.predict import Predict
 from helpers.panels.real_heads import RealHeadsExplorer
@@ -55,6 +57,7 @@ __all__ = [
     "D_KS",
     "CircuitsExplorer",
     "InductionExplorer",
+    "OnlineSoftmaxExplorer",
     "TrainingView",
     "Predict",
     "H_MAX",

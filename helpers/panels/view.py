@@ -90,6 +90,8 @@ class AttentionView(anywidget.AnyWidget):
     t_k = traitlets.Int(0).tag(sync=True)  # the number of keys (context tokens)
     kv = traitlets.Int(0).tag(sync=True)  # which K/V-head choice (an index into its buttons)
     choice = traitlets.Int(0).tag(sync=True)  # any other selection: an index into its options
+    block = traitlets.Int(1).tag(sync=True)  # keys per block (19's online softmax)
+    step = traitlets.Int(1).tag(sync=True)  # blocks read so far
     layer = traitlets.Int(0).tag(sync=True)
     head = traitlets.Int(-1).tag(sync=True)
     query = traitlets.Int(-1).tag(sync=True)

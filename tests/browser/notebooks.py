@@ -75,6 +75,8 @@ def expected_panel(notebook):
         return panels.CircuitsExplorer(h=4, d_model=32)
     if notebook.startswith("18"):
         return panels.InductionExplorer(_trained_copier())
+    if notebook.startswith("19"):
+        return panels.OnlineSoftmaxExplorer(d_model=32, h=4, head=1, query=3, block=2)
     from helpers.pretrained import load_minilm
 
     text = "The cat sat on the mat because it was warm."
@@ -99,6 +101,7 @@ DRAWN = [
     "13_cross_attention.ipynb",
     "15_shared_kv.ipynb",
     "17_w_qk_and_w_ov.ipynb",
+    "19_online_softmax.ipynb",
 ]
 
 

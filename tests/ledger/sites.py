@@ -569,7 +569,7 @@ def _online_unrescaled():
     checks.check_close(acc / total, scores.softmax(-1) @ values, "acc / total")
 
 
-_recomputed = claim("19", r"the maps recomputed from q, k and one number per row")
+_recomputed = claim("20", r"the maps recomputed from q, k and one number per row")
 
 
 @site_wrong(_recomputed, "the running max kept as the row's number, without log(total)")
