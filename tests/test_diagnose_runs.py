@@ -175,7 +175,7 @@ def test_each_exercise_states_the_sizes_its_check_uses():
     from helpers.checker.exercises import _inputs
     from helpers.diagnose import CHECK_SIZES, EXERCISES, check_sizes
 
-    assert set(CHECK_SIZES) == {*EXERCISES, "loop", "fused", "masked"}
+    assert set(CHECK_SIZES) == {*EXERCISES, "loop", "fused", "masked", "tiled_attention"}
     args = {name: make_args() for name, (make_args, _, _) in EXERCISES.items()}
     x = _inputs()["x"]
     for name in ("loop", "fused", "masked"):

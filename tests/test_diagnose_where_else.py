@@ -213,7 +213,7 @@ def test_a_loop_s_tensor_is_compared_with_its_own_head_and_its_index_is_not_blam
     assert list(result.lines) == [marked(keys_made_with_w_v)], result.message
     args = _per_head_args(_inputs())  # the check's own inputs
     own = (args["x"] @ args["w_v"][0].T - args["x"] @ args["w_k"][0].T).abs().max()
-    says(result.message, f"largest difference {float(own):.3g};")
+    says(result.message, f"largest difference {float(own):.3g} in head 0's pass;")
     assert "It reads values set on" not in result.message, result.message
 
 

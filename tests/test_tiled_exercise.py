@@ -317,3 +317,86 @@ def test_no_message_hands_over_the_fix_as_code(name):
 
     message = check(WRONG[name]).message
     assert not message.startswith("✓") and fix_as_code(message) == [], message
+
+
+# --- after the judged trial of this exercise: each message that was false or vague -------------
+
+
+def acc_of_the_weights_alone(q, k, v, block):
+    m = torch.full((q.shape[0], 1), -math.inf)
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], 1)
+    for j in range(0, k.shape[0], block):
+        s = q @ k[j : j + block].T / math.sqrt(q.shape[1])
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        p = torch.exp(s - new)
+        total = total * torch.exp(m - new) + p.sum(-1, keepdim=True)
+        acc = acc * torch.exp(m - new) + p.sum(-1, keepdim=True)  # <- the values never enter
+        m = new
+    return (acc / total) * v.mean(0)
+
+
+def test_a_running_value_never_found_is_named_not_the_line_after_the_loop():
+    """m and total follow the reference to the last block; the accumulator never does: it was
+    said that every running value was right and the difference came after the loop."""
+    message = check(acc_of_the_weights_alone).message
+    assert "the difference comes after the loop" not in message, message
+    assert "none of your tensors equals its accumulator" in message
+
+
+def scaled_by_the_values_width(q, k, v, block):
+    scale = v.shape[1] ** 0.5
+    m = torch.full((q.shape[0], 1), -math.inf)
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], v.shape[1])
+    for j in range(0, k.shape[0], block):
+        s = q @ k[j : j + block].T / scale  # <-
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        total = total * torch.exp(m - new) + torch.exp(s - new).sum(-1, keepdim=True)
+        acc = acc * torch.exp(m - new) + torch.exp(s - new) @ v[j : j + block]
+        m = new
+    return acc / total
+
+
+def test_scores_at_another_scale_are_given_their_factor_and_line():
+    message = check(scaled_by_the_values_width).message
+    factor = math.sqrt(4) / math.sqrt(3)  # √d_k / √d_v at the check's first sizes
+    assert f"× {factor:.4g} in every entry" in message, message
+    assert lines_in(message) == marked_lines(scaled_by_the_values_width)
+
+
+def maximum_without_its_column(q, k, v, block):
+    m = torch.full((q.shape[0], 1), -math.inf)
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], v.shape[1])
+    for j in range(0, k.shape[0], block):
+        s = q @ k[j : j + block].T / math.sqrt(q.shape[1])
+        new = torch.maximum(m, s.amax(-1))  # <- (T_q, 1) against (T_q,): (T_q, T_q)
+        p = torch.exp(s - new)
+        total = total * torch.exp(m - new) + p.sum(-1, keepdim=True)
+        acc = acc * torch.exp(m - new) + p @ v[j : j + block]
+        m = new
+    return acc / total
+
+
+def test_a_column_broadcast_against_a_vector_is_named_before_the_line_that_raises():
+    message = check(maximum_without_its_column).message
+    line = marked_lines(maximum_without_its_column)[0]
+    assert f"Earlier, line {line}:" in message and "(6, 6)" in message, message
+
+
+def scores_by_broadcasting(q, k, v, block):
+    m = torch.full((q.shape[0], 1), -math.inf)
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], v.shape[1])
+    for j in range(0, k.shape[0], block):
+        s = (q[:, None, :] * k[j : j + block][None]).sum(-1) / math.sqrt(q.shape[1])  # <-
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        total = total * torch.exp(m - new) + torch.exp(s - new).sum(-1, keepdim=True)
+        acc = acc * torch.exp(m - new) + torch.exp(s - new) @ v[j : j + block]
+        m = new
+    return acc / total
+
+
+def test_a_large_tensor_that_is_not_the_map_is_not_called_the_map():
+    """(T_q, block, d_k) = 72 numbers ≥ the map's 60: refused, and said to be what it is."""
+    message = check(scores_by_broadcasting).message
+    assert message.startswith("✗ Your output is right, but line"), message
+    assert "72 numbers, at least as many as the whole T_q × T_k map (6 × 10 = 60)" in message
+    assert "as many numbers as the whole map of scores" not in message

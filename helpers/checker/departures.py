@@ -111,6 +111,15 @@ def _contradicted(name: str, runs: list[_Run]) -> bool:
             masks = [i for i, op in enumerate(ops_in_order) if op in ("masked_fill", "where")]
             if first is not None and masks and masks[0] < first:
                 return True
+            last = max((i for i, op in enumerate(ops_in_order) if "softmax" in op), default=None)
+            if last is not None and masks and masks[-1] < last:  # a softmax after the last mask:
+                return True  # the masked weights are not left at 0 after it
+    if name == "w_qk_reversed":  # the learner's own W_QK, made in the right order
+        for run in runs:
+            right = run.reference.get("w_qk")
+            if right is not None and any(r.tensor.shape == right.shape and _same(r.tensor, right)
+                                         for r in run.records):  # fmt: skip
+                return True
     return False
 
 
@@ -135,6 +144,32 @@ def _splits(code: str) -> bool:
     return re.search(r"(\.|\btorch\.)split\(", code) is not None and "chunk" not in code
 
 
+def _swap_here(run: _Run, count: int) -> bool:
+    """Whether the learner's output is, at these sizes too, the reference's cut into `count`
+    heads (d_model / num_heads of them): a swap said only where the numbers show it."""
+    try:
+        stages, _ = run.trial((f"{WRONG_NUM_HEADS}{count}",))
+    except (RuntimeError, ValueError):
+        return False
+    out = stages.get("out")
+    return out is not None and bool(run.records) and _same(run.records[-1].tensor, out)
+
+
+def _cut_into(run: _Run, record: Record | None, count: int) -> bool:
+    """Whether record holds q, k or v cut into `count` heads as the reference would cut them."""
+    if record is None:
+        return False
+    try:
+        stages, _ = run.trial((f"{WRONG_NUM_HEADS}{count}",))
+    except (RuntimeError, ValueError):
+        return False
+    return any(
+        name in stages and form.shape == record.tensor.shape and _same(record.tensor, form)
+        for name in ("q_heads", "k_heads", "v_heads")
+        for form in _forms(stages[name], KINDS[name])
+    )
+
+
 def _heads_hint(
     finding: Finding,
     run: _Run,
@@ -154,7 +189,7 @@ def _heads_hint(
     count = finding.mistake.removeprefix(WRONG_NUM_HEADS)
     cut = next(v for n, v in run.reference.items() if n in ("q_heads", "out"))
     heads, d_k = cut.shape[1], cut.shape[-1]  # the right cut is (B, h, T, d_k)
-    if swapped is not None and d_k != heads and swapped():
+    if swapped is not None and d_k != heads and _swap_here(run, d_k) and swapped():
         # the output is the reference's with d_model / num_heads heads, at both sizes: whatever
         # number of heads explained most at the first sizes, that is the number cut
         count, split = str(d_k), _splits(code)
@@ -196,6 +231,14 @@ def _heads_hint(
         # the learner's own cut has another number of heads than the one that explained most:
         # say what the cut is, not the count (nor what follows from it)
         got, width = shape[1], shape[3]
+        cut_record = next((r for r in reversed(run.records) if r.lineno == line
+                           and tuple(r.tensor.shape) == shape), record)  # fmt: skip
+        if not _cut_into(run, cut_record, got):  # a (B, ·, T, ·) step that is not a cut into heads
+            return dataclasses.replace(  # (a reshape a permute then undoes): name nothing
+                finding, mistake=None, stage="q_heads", record=record, detail="",
+                hint="look at how this line cuts q, k and v into heads: which dims does it "
+                "split, in which order, and what does each head get?",
+            )  # fmt: skip
         swap = (got, width) == (d_k, heads)
         headline = (
             f"{{cut}} cut into {got} heads of {width} features, where the check expects "

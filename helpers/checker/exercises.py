@@ -96,6 +96,15 @@ def _inputs(seed: int = 0, second: bool = False) -> dict:
     return {"x": x, **weights, "num_heads": heads, "mask": mask}
 
 
+def _causal_inputs() -> dict:
+    """The first inputs with a mask whose query rows differ: causal and padding together, query t
+    keeping keys 0 … t of its sequence's real tokens (key 0 at least)."""
+    args = _inputs()
+    t = args["x"].size(1)
+    args["mask"] = args["mask"] & torch.ones(t, t, dtype=torch.bool).tril()
+    return args
+
+
 def _call_args(run_args: dict, mask: bool, per_head: bool) -> dict:
     """The arguments diagnose passes to the learner's function."""
     if per_head:
@@ -270,10 +279,24 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
             )
             if problem:
                 return _verdict(False, _at_second_sizes(exercise, fn, problem), echo, note=note)
-        which = "without and with a mask" if len(runs) > 1 else "on fixed inputs"
+        if len(runs) > 1:  # the padding masks' query rows are all alike: one whose rows differ
+            causal = _causal_inputs()
+            problem = _second_problem(fn, _call_args(causal, mask, per_head),
+                                      reference_attention(**causal), " with a causal mask")  # fmt: skip
+            if problem:
+                message = (
+                    "✗ Right without a mask and with padding masks, whose query rows are all "
+                    f"alike, but not with a mask whose rows differ: {problem} The mask there is "
+                    "causal and padding together, (B, T, T), query t keeping keys 0 … t of its "
+                    "sequence's real tokens. Hint: look at how your code applies the mask: does "
+                    "each query get its own row of it?"
+                )
+                return _verdict(False, message, echo, note=note)
+        which = "without and with a padding mask" if len(runs) > 1 else "on fixed inputs"
+        causal = "; and with a causal one at the first sizes" if len(runs) > 1 else ""
         message = (
             f"✓ Your attention matches the reference within atol {ATOL:.0e}, {which}, "
-            f"{_two_sizes(exercise)}."
+            f"{_two_sizes(exercise)}{causal}."
         )
         last = list(runs.values())[-1]  # with the mask, if there is one
         dtype = _float64_note(fn, _call_args(last, mask, per_head))

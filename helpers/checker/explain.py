@@ -225,13 +225,17 @@ def _difference(
     if KINDS[stage] == "stripe" and mine.shape != value.shape:  # one query's, or all of them
         reduce = {"sum": value.sum(-1), "mean": value.mean(-1)}.get(op)  # reduced over queries
         forms = [reduce] if reduce is not None and reduce.shape == mine.shape else []
+    one_pass = False
     if head is not None and value.dim() == 4 and head < value.shape[1]:
-        forms = [value[:, head]] if value[:, head].shape == mine.shape else forms
+        one_pass = value[:, head].shape == mine.shape
+        forms = [value[:, head]] if one_pass else forms
     if not forms:
         return f"shape {tuple(mine.shape)}, where the reference has {tuple(value.shape)}"
     diffs = [(_comparable(mine) - _comparable(f)).abs().nan_to_num(float("inf")) for f in forms]
     diff, form = min(zip(diffs, forms), key=lambda pair: float(pair[0].max()))
     text = f"largest difference {float(diff.max()):.3g}"
+    if one_pass:  # one pass of a loop over the heads: the others may differ more
+        text += f" in head {head}'s pass"
     if KINDS[stage] == "stripe" and mine.shape != value.shape:
         text += f", yours and the reference's each {'summed' if op == 'sum' else 'averaged'} over "
         text += "the queries"
@@ -493,6 +497,9 @@ def _explain(
             detail = f"yours are the reference's × {scale:.3g}: the same numbers at another scale"
         alias = _equals_other_stage(record, target, first) if record else ""
         detail = f"{detail}; {alias}" if detail and alias else detail or alias
+        if detail and first.given:  # compared with the steps that follow from the learner's own
+            own = " and ".join("{" + name + "}" for name in first.given)  # earlier tensor
+            detail += f", measured from your own {own} on, not from the reference's"
         hint = _right_until(first) if stage == "out" else ""
         if stage in ("q", "k", "v") and record is not None and _transposed_input(record, first):
             hint = "look at the line that makes it: which input and which weight does it use?"
@@ -547,8 +554,12 @@ def _explain(
     findings = [_blamed_input(f, runs, at) for f, at in zip(findings, stages_at)]
     findings = [_layout_source(f, runs) for f in findings]
     findings = [_outside_divisor(f, runs[0], outside) or f for f in findings]
+    named = [f.mistake for f in findings]
     findings = [_heads_hint(f, runs[0], outside, written, swapped) for f in findings]
     cut = next((f for f in findings if f.headline.startswith("{cut} cut into")), None)
     if cut is not None:  # a cut into another number of heads: what follows it is not known
         findings = [cut]
+    unnamed = next((f for f, was in zip(findings, named) if was and not f.mistake), None)
+    if unnamed is not None:  # a number of heads that its cut does not show: what followed from
+        findings = [unnamed]  # that number is not known either
     return sorted(findings, key=lambda f: f.position)

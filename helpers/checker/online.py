@@ -204,8 +204,12 @@ def _holds(record: Record, value: torch.Tensor) -> bool:
     return any(_same(record.tensor, form) for form in _forms(value))
 
 
-def _first_holding(records: list[Record], value: torch.Tensor, after: int = -1) -> int | None:
-    return next((i for i, r in enumerate(records) if i > after and _holds(r, value)), None)
+def _first_holding(
+    records: list[Record], value: torch.Tensor, after: int = -1, op: str = ""
+) -> int | None:
+    """The first float tensor after `after` (made by `op`, if given) that holds value."""
+    return next((i for i, r in enumerate(records) if i > after and r.dtype.is_floating_point
+                 and (not op or r.op == op) and _holds(r, value)), None)  # fmt: skip
 
 
 def _keys(step: dict) -> str:
@@ -299,8 +303,8 @@ def _locate(
     if name == "never_rescaled":  # a factor made, but of 1 where the maximum rose
         j = next((j for j, step in enumerate(right) if j and (step["factor"] < 1).any()), None)
         ones = torch.ones_like(right[j]["factor"]) if j is not None else None
-        at = _first_holding(records, ones) if ones is not None else None
-        if at is not None and records[at].op == "exp":
+        at = _first_holding(records, ones, op="exp") if ones is not None else None
+        if at is not None:
             found.append(records[at])
     for value in homes:
         j = next((j for j, (a, b) in enumerate(zip(right, wrong, strict=False))
@@ -346,11 +350,22 @@ def _followed(trace: Trace, right: list[dict]) -> str:
                 break
             tracked[value] = (j, found)
             at = found
+    scaled = _scaled_scores(records, right[0]["scores"]) if "scores" not in tracked else None
+    if scaled is not None:  # the first block's scores at another scale
+        record, factor = scaled
+        return (
+            f"\n  Where: {record.where} makes the first block's scores as the reference's × "
+            f"{factor:.4g} in every entry: the same products at another scale. The check does not "
+            "know which slip this is."
+            "\n  Hint: look at what this line divides the scores by: which size, and which "
+            "power of it?"
+        )
     if not tracked:
         return (
             "\n  Where: the check cannot follow your running values: it looks among your tensors "
             "for the reference's, block by block, in the layouts (T_q, 1), (T_q,) and (T_q, d_v), "
-            "and finds none after the first block, so it cannot tell where the difference starts."
+            "and finds none, from the first block on, so it cannot tell where the difference "
+            "starts."
             "\n  Hint: print your scores, running maximum, running sum and accumulator after each "
             "block, and compare them with one row worked out by hand as at the top of the "
             "notebook."
@@ -358,6 +373,19 @@ def _followed(trace: Trace, right: list[dict]) -> str:
     order = list(_VALUES)
     last = len(right) - 1
     stops = [(j, order.index(v), v, i) for v, (j, i) in tracked.items() if j < last]
+    missing = [v for v in ("total", "acc") if v not in tracked]  # never found, at any block
+    if not stops and missing:
+        found = [_VALUES[v] for v in order if v in tracked]
+        return (
+            f"\n  Where: the check follows the reference's running values among your tensors. It "
+            f"finds its {_listed(found)} after every block, but none of your tensors equals its "
+            f"{_listed([_VALUES[v] for v in missing])}, after any block (if your code keeps "
+            "it in another layout, the check cannot see it). The check does not know which slip "
+            "this is."
+            f"\n  Hint: look at the line that updates your "
+            f"{' and '.join(_SHORT[v] for v in missing)}: what does it add at each block, and "
+            "what does it multiply the sum so far by?"
+        )
     if not stops:  # every value followed to the last block: the step after the loop
         found = _return_line(trace)
         where = f" {found.where}" if found else " the lines after your loop"
@@ -382,6 +410,51 @@ def _followed(trace: Trace, right: list[dict]) -> str:
         f"{_block(j + 1, right[j + 1])}{after}. The check does not know which slip this is."
         f"\n  Hint: look at what this line computes at {_block(j + 1, right[j + 1])}, and at the "
         "values it reads there."
+    )
+
+
+_SHORT = {"total": "running sum", "acc": "accumulator"}
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _scaled_scores(records: list[Record], scores: torch.Tensor) -> tuple[Record, float] | None:
+    """The first tensor of the first block's scores' shape that is them times one number."""
+    found = []
+    for r in records:
+        for form in _forms(scores):
+            if r.tensor.shape == form.shape:
+                factor = _ratio(r.tensor, form.float())
+                if factor is not None and abs(factor - 1) > 1e-3:
+                    found.append((r, factor))
+                    break
+    if not found:
+        return None
+    line = found[0][0].lineno  # the line's own result: its last such tensor (after a division)
+    return [pair for pair in found if pair[0].lineno == line][-1]
+
+
+def _odd_square(trace: Trace, t_q: int, others: set[int]) -> Record | None:
+    """The first tensor of shape (T_q, T_q), which no step of the exercise makes at the check's
+    first sizes: a (T_q, 1) column and a (T_q,) vector broadcast against each other make one."""
+    if t_q in others:
+        return None
+    return next((r for r in trace.records if tuple(r.tensor.shape) == (t_q, t_q)), None)
+
+
+def _other_sizes(args: dict) -> set[int]:
+    """The check's sizes other than T_q: T_k, d_k, d_v and block."""
+    return {args["k"].size(0), args["q"].size(1), args["v"].size(1), args["block"]}
+
+
+def _square_note(record: Record) -> str:
+    return (
+        f"\n  Earlier, {record.where} makes a tensor of shape {tuple(record.tensor.shape)}, "
+        "T_q × T_q, which no step of this computation has: a (T_q, 1) column and a (T_q,) "
+        "vector broadcast against each other make one (a maximum or a sum that drops the dim "
+        "it reduces, say)."
     )
 
 
@@ -415,8 +488,11 @@ def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
         again = _traced(fn, [a.clone() if isinstance(a, torch.Tensor) else a
                              for a in args.values()], min_dim=1)  # fmt: skip
         axis = _max_over_queries(again, t_q)
+        square = _odd_square(again, t_q, _other_sizes(args))
         if axis is not None:
             problem += _axis_note(axis)
+        elif square is not None:
+            problem += _square_note(square)
         return _verdict(False, problem, echo, note=note)
     out, _ = _unpack(trace.result)
     shape = tuple(expected.shape)
@@ -438,8 +514,11 @@ def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
     axis = _max_over_queries(trace, t_q)
     if out.shape != expected.shape:
         message = f"✗ Expected shape {shape} (T_q, d_v), got {tuple(out.shape)}."
+        square = _odd_square(trace, t_q, _other_sizes(args))
         if axis is not None:
             message += _axis_note(axis)
+        elif square is not None:
+            message += _square_note(square)
         return _verdict(False, message, echo, note=note)
     nan = _nan_message(trace, out)
     if nan:
@@ -484,12 +563,20 @@ def _right(
         return _verdict(False, message, echo)
     whole = _map_record(trace, t_q, t_k)
     if whole is not None:
+        shape, n = tuple(whole.tensor.shape), whole.tensor.numel()
+        if t_k in shape:  # the map itself, or the keys' whole length in it
+            what = f"as many numbers as the whole map of scores or weights ({t_q} × {t_k})"
+            hint = ("make each block's scores inside the loop, from that block's keys, and keep "
+                    "only the running maximum, sum and accumulator from one block to the next.")  # fmt: skip
+        else:
+            what = (f"{n} numbers, at least as many as the whole T_q × T_k map ({t_q} × {t_k} = "
+                    f"{t_q * t_k})")  # fmt: skip
+            hint = ("a block's scores need only T_q × block numbers: look at what this line "
+                    "makes on the way to them, and whether a product over d_k would make fewer.")  # fmt: skip
         message = (
             f"✗ Your output is right, but {whole.where or 'your function'} makes a tensor of "
-            f"shape {tuple(whole.tensor.shape)}: as many numbers as the whole map of scores or "
-            f"weights (T_q × T_k = {t_q} × {t_k}), which this exercise never holds."
-            "\n  Hint: make each block's scores inside the loop, from that block's keys, and keep "
-            "only the running maximum, sum and accumulator from one block to the next."
+            f"shape {shape}: {what}; the exercise asks for no tensor that large (a block at a "
+            f"time is there to hold less than the whole map).\n  Hint: {hint}"
         )
         return _verdict(False, message, echo)
     again = _second_call_problem(fn, tiled_args(), expected)

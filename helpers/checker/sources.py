@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from helpers.checker.compare import _SCALING, ATOL, Finding, _Run, _same_in_some_form
-from helpers.checker.mistakes import WRONG_NUM_HEADS
+from helpers.checker.mistakes import HOME, WRONG_NUM_HEADS
 from helpers.checker.run import _loop_header
 from helpers.checker.trace import Place, Record
 
@@ -68,6 +68,11 @@ def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:
     return stores, loads, mutated
 
 
+# a name set to an empty container, `heads = []`, `outs: list = list()`, `cache = {}`
+_EMPTY = re.compile(r"^[A-Za-z_]\w*(?:\s*:\s*[\w\[\], .]+)?\s*=\s*(?:\[\]|\{\}|\(\)|list\(\)|dict\(\)|"
+                    r"tuple\(\)|set\(\))\s*(?:#.*)?$")
+
+
 _LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
 
 
@@ -110,7 +115,11 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
         return finding
     order = "another order" in finding.detail
     scale = "another scale" in finding.detail
-    if finding.mistake not in _NUMBER_MADE and not (finding.mistake is None or order or scale):
+    home = HOME.get(finding.mistake or "")
+    unseen_home = home is not None and home not in (runs[0].found if runs else {})  # named where it shows, downstream: the step it is made in has no tensor the check saw
+    if finding.mistake not in _NUMBER_MADE and not (
+        finding.mistake is None or order or scale or unseen_home
+    ):
         return finding
     scale = scale or finding.mistake in _SCALING
     other_stage = "yours equal the reference's" in finding.detail  # another tensor, not a number
@@ -188,6 +197,8 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
                 continue
             if _WHOLE_SHAPE.match(text):
                 continue  # `B, T, d_model = x.shape`: every size as it is
+            if _EMPTY.match(text):
+                continue  # `heads = []`: an empty list or dict holds no value to suspect
             if not scale and _sizes_from(text, params | sizes):
                 continue  # d_k = d_model // num_heads: a size, no offset: it can only scale
             lines.add(at)
