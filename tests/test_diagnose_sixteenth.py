@@ -89,7 +89,7 @@ def test_a_slip_made_outside_torch_names_the_lines_the_check_could_not_see():
 def weights_times_the_queries(x, w_q, w_k, w_v, w_o):
     outs = []
     for wq, wk, wv in zip(w_q, w_k, w_v, strict=True):
-        q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
+        q, k, v = x @ wq.T, x @ wk.T, x @ wv.T  # noqa: F841 - v made, never used
         weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
         outs.append(weights @ q)  # <-
     return torch.cat(outs, dim=-1) @ w_o.T

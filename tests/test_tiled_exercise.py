@@ -120,14 +120,14 @@ def test_blocks_normalised_then_averaged():
 
 def right_with_vectors(q, k, v, block):
     m = torch.full((q.shape[0],), -float("inf"))
-    l, o = torch.zeros(q.shape[0]), torch.zeros(q.shape[0], v.shape[1])
+    total, o = torch.zeros(q.shape[0]), torch.zeros(q.shape[0], v.shape[1])
     for i in range(0, len(k), block):
         s = q @ k[i : i + block].T / math.sqrt(q.shape[-1])
         mn = torch.maximum(m, s.max(dim=1).values)
         a = torch.exp(m - mn)
         p = torch.exp(s - mn[:, None])
-        l, o, m = l * a + p.sum(1), o * a[:, None] + p @ v[i : i + block], mn
-    return o / l[:, None]
+        total, o, m = total * a + p.sum(1), o * a[:, None] + p @ v[i : i + block], mn
+    return o / total[:, None]
 
 
 def right_with_one_maximum_per_block(q, k, v, block):
@@ -231,7 +231,7 @@ def acc_slightly_off(q, k, v, block):
         new = torch.maximum(m, s.amax(-1, keepdim=True))
         factor = torch.exp(m - new)
         total = total * factor + torch.exp(s - new).sum(-1, keepdim=True)
-        acc = acc * factor ** 2 + torch.exp(s - new) @ v[j : j + block]  # <-
+        acc = acc * factor**2 + torch.exp(s - new) @ v[j : j + block]  # <-
         m = new
     return acc / total
 

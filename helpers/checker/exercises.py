@@ -281,8 +281,10 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
                 return _verdict(False, _at_second_sizes(exercise, fn, problem), echo, note=note)
         if len(runs) > 1:  # the padding masks' query rows are all alike: one whose rows differ
             causal = _causal_inputs()
-            problem = _second_problem(fn, _call_args(causal, mask, per_head),
-                                      reference_attention(**causal), " with a causal mask")  # fmt: skip
+            problem = _second_problem(
+                fn, _call_args(causal, mask, per_head), reference_attention(**causal),
+                " with a causal mask",
+            )  # fmt: skip
             if problem:
                 message = (
                     "✗ Right without a mask and with padding masks, whose query rows are all "

@@ -21,7 +21,6 @@ Imports the checker's run, again, compare and sizes modules; torch only.
 from __future__ import annotations
 
 import linecache
-import math
 from collections.abc import Callable
 
 import torch
@@ -44,150 +43,18 @@ from helpers.checker.run import (
     _traced,
     _unpack,
 )
-from helpers.checker.sizes import TILED_SIZES, TILED_SIZES2, TILED_SIZES3, _two_sizes
+from helpers.checker.sizes import _two_sizes
 from helpers.checker.trace import Record, Trace
 
 __all__ = ["ONLINE_MISTAKES", "check_tiled", "online_steps", "tiled_args"]
 
-NAME = "tiled_attention"
-
-# name: (what it looks like, a hint that points at the line, the running value it shows in first)
-ONLINE_MISTAKES: dict[str, tuple[str, str, str]] = {
-    "sum_not_rescaled": (
-        "the running sum is not rescaled when a block raises the maximum: the terms summed "
-        "before keep their old, smaller maximum, so they count too much in the sum (the "
-        "accumulator is rescaled)",
-        "look at the line that updates the running sum: what must the sum so far be multiplied "
-        "by when the maximum rises?",
-        "total",
-    ),
-    "acc_not_rescaled": (
-        "the accumulator (the running weighted sum of the values) is not rescaled when a block "
-        "raises the maximum: the values weighted before keep their old, smaller maximum (the "
-        "running sum is rescaled)",
-        "look at the line that updates the accumulator: what must the weighted sum so far be "
-        "multiplied by when the maximum rises?",
-        "acc",
-    ),
-    "never_rescaled": (
-        "neither the running sum nor the accumulator is rescaled when a block raises the "
-        "maximum (the factor is missing, or is 1 because it is computed after the maximum is "
-        "updated): the terms from earlier blocks keep their old, smaller maximum",
-        "look at the lines that update the running sum and the accumulator: what must the sums "
-        "so far be multiplied by when the maximum rises, and is that factor computed from the "
-        "maximum before the update and the one after?",
-        "total",
-    ),
-    "rescaled_the_wrong_way": (
-        "the running sum and the accumulator are multiplied by exp(m_new − m_old) when the "
-        "maximum rises, instead of exp(m_old − m_new)",
-        "look at the factor the sums so far are multiplied by: when the maximum rises, should "
-        "the old terms grow or shrink?",
-        "factor",
-    ),
-    "each_block_normalised": (
-        "each block's weights are divided by that block's own sum, and the blocks' outputs added "
-        "up: every block gets a total weight of 1, where all the keys together should",
-        "look at the line that divides a block's exponentials: one sum over all the keys must "
-        "divide them, known only after the last block.",
-        "weights",
-    ),
-    "each_block_normalised_averaged": (
-        "each block's weights are divided by that block's own sum, and the blocks' outputs "
-        "averaged: every block gets the same share, however large its scores",
-        "look at the line that divides a block's exponentials: one sum over all the keys must "
-        "divide them, known only after the last block.",
-        "weights",
-    ),
-    "final_division_missing": (
-        "the output is the accumulator itself: it is never divided by the running sum",
-        "look at what you return: is the weighted sum of the values a weighted average yet, "
-        "with weights that sum to 1?",
-        "out",
-    ),
-    "last_keys_dropped": (
-        "the keys after the last whole block are never read, as when the loop runs T_k // block "
-        "times",
-        "look at the blocks your loop visits: when T_k is not a multiple of block, the last "
-        "block is shorter, and it still has to be read.",
-        "loop",
-    ),
-    "no_scaling": (
-        "the scores are not scaled",
-        "look at the line that computes a block's scores: should they be scaled, and by what?",
-        "scores",
-    ),
-    "scaled_by_d_k": (
-        "the scores are divided by d_k",
-        "look at your divisor: is it the right power of d_k?",
-        "scores",
-    ),
-}
-
-# the running values, in the order the loop makes them, and their words
-_VALUES = {
-    "scores": "scores",
-    "max": "running maximum",
-    "weights": "exponentials exp(s − m)",
-    "total": "running sum",
-    "acc": "accumulator (the running weighted sum of the values)",
-}
-
-
-
-def tiled_args(second: bool | int = False, seed: int = 0) -> dict:
-    """q (T_q, d_k), k (T_k, d_k), v (T_k, d_v) and block, at the first sizes, the second (True or
-    1) or the third (2). The keys' scores grow along the sequence, so that the maximum of most
-    queries' rows rises in a later block, where a missing rescale shows."""
-    sizes = (TILED_SIZES, TILED_SIZES2, TILED_SIZES3)[int(second)]
-    t_q, t_k, d_k, d_v = (sizes[n] for n in ("T_q", "T_k", "d_k", "d_v"))
-    gen = torch.Generator().manual_seed(19 + 100 * seed)
-    q = torch.randn(t_q, d_k, generator=gen) + 1.0
-    ramp = torch.linspace(0.0, 1.5, t_k).unsqueeze(-1)
-    k = torch.randn(t_k, d_k, generator=gen) * 0.7 + ramp
-    v = torch.randn(t_k, d_v, generator=gen)
-    return {"q": q, "k": k, "v": v, "block": sizes["block"]}
-
-
-def online_steps(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, mistakes=()
-) -> tuple[list[dict], torch.Tensor]:
-    """The loop in float64, with the named slips made: (one dict per block: its keys (start,
-    stop), scores, max, factor, weights, total, acc; the output)."""
-    m = set(mistakes)
-    q, k, v = q.double(), k.double(), v.double()
-    d_k, t_k = q.size(-1), k.size(0)
-    divisor = 1.0 if "no_scaling" in m else d_k if "scaled_by_d_k" in m else math.sqrt(d_k)
-    stop = t_k - t_k % block if "last_keys_dropped" in m else t_k
-    normalised = bool(m & {"each_block_normalised", "each_block_normalised_averaged"})
-    run_max = q.new_full((q.size(0), 1), -math.inf)
-    total, acc = q.new_zeros(q.size(0), 1), q.new_zeros(q.size(0), v.size(-1))
-    steps: list[dict] = []
-    for start in range(0, stop, block):
-        end = min(start + block, t_k)
-        scores = q @ k[start:end].T / divisor
-        new = torch.maximum(run_max, scores.amax(-1, keepdim=True))
-        weights = torch.exp(scores - new)
-        if not steps:  # nothing summed yet: any factor multiplies zeros
-            factor = torch.zeros_like(new)
-        elif "rescaled_the_wrong_way" in m:
-            factor = torch.exp(new - run_max)
-        else:
-            factor = torch.exp(run_max - new)
-        if normalised:
-            weights = weights / weights.sum(-1, keepdim=True)
-            total, acc = total + 1, acc + weights @ v[start:end]
-        else:
-            keep_sum = "sum_not_rescaled" in m or "never_rescaled" in m
-            keep_acc = "acc_not_rescaled" in m or "never_rescaled" in m
-            total = total * (1.0 if keep_sum and steps else factor) + weights.sum(-1, keepdim=True)
-            acc = acc * (1.0 if keep_acc and steps else factor) + weights @ v[start:end]
-        steps.append({"keys": (start, end), "scores": scores, "max": new, "factor": factor,
-                      "weights": weights, "total": total, "acc": acc})  # fmt: skip
-        run_max = new
-    if normalised and "each_block_normalised_averaged" not in m:
-        return steps, acc
-    return steps, acc if "final_division_missing" in m else acc / total
+from helpers.checker.online_steps import (
+    _VALUES,
+    NAME,
+    ONLINE_MISTAKES,
+    online_steps,
+    tiled_args,
+)
 
 
 def _forms(t: torch.Tensor) -> list[torch.Tensor]:
@@ -449,6 +316,17 @@ def _other_sizes(args: dict) -> set[int]:
     return {args["k"].size(0), args["q"].size(1), args["v"].size(1), args["block"]}
 
 
+def _earlier(trace: Trace, args: dict) -> str:
+    """For an error or a wrong shape: the maximum over the queries, or a (T_q, T_q) broadcast,
+    made before it, where one was; else ''."""
+    t_q = args["q"].size(0)
+    axis = _max_over_queries(trace, t_q)
+    if axis is not None:
+        return _axis_note(axis)
+    square = _odd_square(trace, t_q, _other_sizes(args))
+    return _square_note(square) if square is not None else ""
+
+
 def _square_note(record: Record) -> str:
     return (
         f"\n  Earlier, {record.where} makes a tensor of shape {tuple(record.tensor.shape)}, "
@@ -477,7 +355,7 @@ def _nan_message(trace: Trace, out: torch.Tensor) -> str | None:
 def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
     """The check of 19's exercise (called through check_exercise, under its time limit)."""
     args = tiled_args()
-    t_q, t_k = args["q"].size(0), args["k"].size(0)
+    t_q = args["q"].size(0)
     note = _note(fn, NAME)
     right, expected = online_steps(**args)
     expected = expected.float()
@@ -487,13 +365,7 @@ def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
             return _verdict(False, problem, echo)
         again = _traced(fn, [a.clone() if isinstance(a, torch.Tensor) else a
                              for a in args.values()], min_dim=1)  # fmt: skip
-        axis = _max_over_queries(again, t_q)
-        square = _odd_square(again, t_q, _other_sizes(args))
-        if axis is not None:
-            problem += _axis_note(axis)
-        elif square is not None:
-            problem += _square_note(square)
-        return _verdict(False, problem, echo, note=note)
+        return _verdict(False, problem + _earlier(again, args), echo, note=note)
     out, _ = _unpack(trace.result)
     shape = tuple(expected.shape)
     if out is None:
@@ -514,12 +386,7 @@ def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
     axis = _max_over_queries(trace, t_q)
     if out.shape != expected.shape:
         message = f"✗ Expected shape {shape} (T_q, d_v), got {tuple(out.shape)}."
-        square = _odd_square(trace, t_q, _other_sizes(args))
-        if axis is not None:
-            message += _axis_note(axis)
-        elif square is not None:
-            message += _square_note(square)
-        return _verdict(False, message, echo, note=note)
+        return _verdict(False, message + _earlier(trace, args), echo, note=note)
     nan = _nan_message(trace, out)
     if nan:
         return _verdict(False, nan, echo, note=note)
@@ -566,13 +433,19 @@ def _right(
         shape, n = tuple(whole.tensor.shape), whole.tensor.numel()
         if t_k in shape:  # the map itself, or the keys' whole length in it
             what = f"as many numbers as the whole map of scores or weights ({t_q} × {t_k})"
-            hint = ("make each block's scores inside the loop, from that block's keys, and keep "
-                    "only the running maximum, sum and accumulator from one block to the next.")  # fmt: skip
+            hint = (
+                "make each block's scores inside the loop, from that block's keys, and keep "
+                "only the running maximum, sum and accumulator from one block to the next."
+            )
         else:
-            what = (f"{n} numbers, at least as many as the whole T_q × T_k map ({t_q} × {t_k} = "
-                    f"{t_q * t_k})")  # fmt: skip
-            hint = ("a block's scores need only T_q × block numbers: look at what this line "
-                    "makes on the way to them, and whether a product over d_k would make fewer.")  # fmt: skip
+            what = (
+                f"{n} numbers, at least as many as the whole T_q × T_k map ({t_q} × {t_k} = "
+                f"{t_q * t_k})"
+            )
+            hint = (
+                "a block's scores need only T_q × block numbers: look at what this line "
+                "makes on the way to them, and whether a product over d_k would make fewer."
+            )
         message = (
             f"✗ Your output is right, but {whole.where or 'your function'} makes a tensor of "
             f"shape {shape}: {what}; the exercise asks for no tensor that large (a block at a "

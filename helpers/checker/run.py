@@ -66,7 +66,12 @@ def _traced(
     limits = _LIMITS.get() or _Limits(TIME_LIMIT, time.monotonic() + TIME_LIMIT,
                                       int(TRACE_LIMIT_MB * 2**20))  # fmt: skip
     trace = trace_call(
-        fn, copies, watch, deadline=limits.deadline, max_bytes=limits.max_bytes, inputs=inputs,
+        fn,
+        copies,
+        watch,
+        deadline=limits.deadline,
+        max_bytes=limits.max_bytes,
+        inputs=inputs,
         min_dim=min_dim,
     )
     if trace.stopped is None:

@@ -69,8 +69,10 @@ def _stores_and_loads(code: types.CodeType) -> tuple[dict, dict, set]:
 
 
 # a name set to an empty container, `heads = []`, `outs: list = list()`, `cache = {}`
-_EMPTY = re.compile(r"^[A-Za-z_]\w*(?:\s*:\s*[\w\[\], .]+)?\s*=\s*(?:\[\]|\{\}|\(\)|list\(\)|dict\(\)|"
-                    r"tuple\(\)|set\(\))\s*(?:#.*)?$")
+_EMPTY = re.compile(
+    r"^[A-Za-z_]\w*(?:\s*:\s*[\w\[\], .]+)?\s*=\s*(?:\[\]|\{\}|\(\)|list\(\)|dict\(\)|"
+    r"tuple\(\)|set\(\))\s*(?:#.*)?$"
+)
 
 
 _LOADS = ("LOAD_FAST", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
@@ -116,7 +118,9 @@ def _names_made_elsewhere(finding: Finding, fn: Callable | None, runs: list[_Run
     order = "another order" in finding.detail
     scale = "another scale" in finding.detail
     home = HOME.get(finding.mistake or "")
-    unseen_home = home is not None and home not in (runs[0].found if runs else {})  # named where it shows, downstream: the step it is made in has no tensor the check saw
+    unseen_home = home is not None and home not in (
+        runs[0].found if runs else {}
+    )  # named where it shows, downstream: the step it is made in has no tensor the check saw
     if finding.mistake not in _NUMBER_MADE and not (
         finding.mistake is None or order or scale or unseen_home
     ):

@@ -91,14 +91,13 @@ class OnlineSoftmaxExplorer(_Panel):
         so_far = torch.softmax(self.scores[:read], -1) @ self.values[:read]
         checks = [check_close(now.out, so_far, "acc / total = softmax of the keys read so far · "
                               "their values", echo=False)]  # fmt: skip
+        whole = torch.softmax(self.scores, -1) @ self.values
         if read == len(self.words):
-            whole = torch.softmax(self.scores, -1) @ self.values
             checks.append(check_close(now.out, whole, "all keys read: acc / total = "
                                       "softmax(scores) · v", echo=False))  # fmt: skip
         caption = (f"query {self.query} ('{self.words[self.query]}'), head {self.head}, blocks of "
                    f"{block}: after {shown} of {len(steps)}")  # fmt: skip
-        picture = online_row_svg(self.scores, read, now.keys, now.m, now.out,
-                                 torch.softmax(self.scores, -1) @ self.values, self.words)  # fmt: skip
+        picture = online_row_svg(self.scores, read, now.keys, now.m, now.out, whole, self.words)
         note = ""
         if step > len(steps):
             note = (f"blocks of {block} cover the {len(self.words)} keys in {len(steps)}: "
