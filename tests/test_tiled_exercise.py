@@ -131,12 +131,13 @@ def right_with_vectors(q, k, v, block):
 
 
 def right_with_one_maximum_per_block(q, k, v, block):
-    """Any maximum works if both sums are rescaled by the same one: this uses each block's own
-    (not the running one), and the whole block's single largest score."""
+    """Any maximum works in exact arithmetic if both sums are rescaled by the same one: this
+    uses each row's maximum within the block, not the running one (in float32 its factor
+    exp(m_old − m_new) overflows when a block's maximum is far below the one before)."""
     m, total, acc = None, 0.0, 0.0
     for j in range(0, k.shape[0], block):
         s = q @ k[j : j + block].T / math.sqrt(q.shape[1])
-        new = s.max()
+        new = s.amax(-1, keepdim=True)
         factor = torch.exp(m - new) if m is not None else 0.0
         total = total * factor + torch.exp(s - new).sum(-1, keepdim=True)
         acc = acc * factor + torch.exp(s - new) @ v[j : j + block]
@@ -171,8 +172,7 @@ def right_one_query_at_a_time(q, k, v, block):
 
 @pytest.mark.parametrize(
     "fn",
-    [learner(), right_with_vectors, right_with_one_maximum_per_block, right_with_logsumexp,
-     right_one_query_at_a_time],
+    [learner(), right_with_vectors, right_with_logsumexp, right_one_query_at_a_time],
 )  # fmt: skip
 def test_right_code_in_every_style_is_accepted(fn):
     result = check(fn)
@@ -400,3 +400,45 @@ def test_a_large_tensor_that_is_not_the_map_is_not_called_the_map():
     assert message.startswith("✗ Your output is right, but line"), message
     assert "72 numbers, at least as many as the whole T_q × T_k map (6 × 10 = 60)" in message
     assert "as many numbers as the whole map of scores" not in message
+
+
+def no_maximum_at_all(q, k, v, block):
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], v.shape[1])
+    for j in range(0, k.shape[0], block):
+        p = torch.exp(q @ k[j : j + block].T / math.sqrt(q.shape[1]))  # <-
+        total, acc = total + p.sum(-1, keepdim=True), acc + p @ v[j : j + block]
+    return acc / total
+
+
+def one_maximum_for_the_whole_tile(q, k, v, block):
+    m, total, acc = None, 0.0, 0.0
+    for j in range(0, k.shape[0], block):
+        s = q @ k[j : j + block].T / math.sqrt(q.shape[1])
+        new = s.max() if m is None else torch.maximum(m, s.max())  # <-
+        factor = torch.exp(m - new) if m is not None else 0.0
+        total = total * factor + torch.exp(s - new).sum(-1, keepdim=True)
+        acc = acc * factor + torch.exp(s - new) @ v[j : j + block]
+        m = new
+    return acc / total
+
+
+@pytest.mark.parametrize(
+    "fn", [no_maximum_at_all, one_maximum_for_the_whole_tile, right_with_one_maximum_per_block]
+)
+def test_exact_in_arithmetic_but_not_in_float32_is_refused_at_large_scores(fn):
+    """Right at small scores; at scores of ±170, exp overflows or a row's terms all underflow."""
+    result = check(fn)
+    assert not result.ok and "but not at the first sizes with q × 30" in result.message, (
+        result.message
+    )
+
+
+def one_whole_row_at_a_time(q, k, v, block):
+    rows = [torch.softmax(k @ row / math.sqrt(q.shape[1]), dim=0) @ v for row in q]  # <-
+    return torch.stack(rows)
+
+
+def test_a_whole_row_at_a_time_is_refused_though_no_tensor_is_map_sized():
+    message = check(one_whole_row_at_a_time).message
+    assert message.startswith("✗ Your output is right, but line"), message
+    assert "all T_k = 10 keys at once" in message

@@ -50,8 +50,10 @@ __all__ = ["ONLINE_MISTAKES", "check_tiled", "online_steps", "tiled_args"]
 
 from helpers.checker.online_steps import (
     _VALUES,
+    LARGE,
     NAME,
     ONLINE_MISTAKES,
+    large_args,
     online_steps,
     tiled_args,
 )
@@ -91,6 +93,18 @@ def _block(j: int, step: dict) -> str:
 def _map_record(trace: Trace, t_q: int, t_k: int) -> Record | None:
     """The first tensor the learner made with at least as many numbers as the T_q × T_k map."""
     return next((r for r in trace.records if r.tensor.numel() >= t_q * t_k), None)
+
+
+_VIEWS = {"__getitem__", "__get__", "t", "transpose", "permute", "view", "reshape", "contiguous",
+          "clone", "detach", "to", "float", "double", "split", "chunk", "unbind", "narrow",
+          "select", "expand", "unsqueeze", "squeeze", "flatten", "mT", "movedim"}  # fmt: skip
+
+
+def _whole_row(trace: Trace, t_k: int) -> Record | None:
+    """The first tensor computed (not a view of k or v) whose last dim holds all T_k keys: one
+    query's scores, or weights, over every key at once."""
+    return next((r for r in trace.records if r.dtype.is_floating_point and r.tensor.dim()
+                 and r.tensor.shape[-1] == t_k and r.op not in _VIEWS), None)  # fmt: skip
 
 
 def _largest(trace: Trace) -> Record | None:
@@ -452,6 +466,15 @@ def _right(
             f"time is there to hold less than the whole map).\n  Hint: {hint}"
         )
         return _verdict(False, message, echo)
+    row = _whole_row(trace, t_k)
+    if row is not None:
+        message = (
+            f"✗ Your output is right, but {row.where or 'your function'} computes a tensor of "
+            f"shape {tuple(row.tensor.shape)} whose last dim holds all T_k = {t_k} keys at once: "
+            "the exercise takes the keys a block at a time, every query's row included."
+            "\n  Hint: look at which keys this line reads: a block of them, or all of them?"
+        )
+        return _verdict(False, message, echo)
     again = _second_call_problem(fn, tiled_args(), expected)
     other = tiled_args(seed=1)
     again = again or _other_values_problem(fn, other, online_steps(**other)[1].float())
@@ -462,6 +485,17 @@ def _right(
         problem = _second_problem(fn, second, online_steps(**second)[1].float())
         if problem:
             return _verdict(False, _at_second_sizes(NAME, fn, problem, which), echo, note=note)
+    large = large_args()
+    problem = _second_problem(fn, large, online_steps(**large)[1].float(), " with large scores")
+    if problem:
+        message = (
+            f"✗ Right at the check's three sets of sizes, whose scores are small, but not at the "
+            f"first sizes with q × {LARGE:g} and its first query negated (scores from −170 to "
+            f"173; query 0's largest is 45): {problem} In float32, exp overflows above about "
+            "88.7 and underflows to 0 below about −103.\n  Hint: look at what you subtract "
+            "from the scores before exp: does each query's row get its own running maximum?"
+        )
+        return _verdict(False, message, echo, note=note)
     largest = _largest(trace)
     held = (
         f" (its largest: shape {tuple(largest.tensor.shape)}, line {largest.lineno})"
@@ -469,9 +503,10 @@ def _right(
         else ""
     )
     message = (
-        f"✓ Correct: equal to softmax(q·kᵀ/√d_k)·v within atol {ATOL:.0e}, {_two_sizes(NAME)}; "
-        f"and, at the first sizes, no float tensor your function made holds as many numbers as "
-        f"the T_q × T_k = {t_q} × {t_k} map{held}."
+        f"✓ Correct: equal to softmax(q·kᵀ/√d_k)·v within atol {ATOL:.0e}, {_two_sizes(NAME)}, "
+        f"and at the first with q × {LARGE:g} (scores from −170 to 173); and, at the first "
+        f"sizes, no float tensor your function made holds as many numbers as the T_q × T_k = "
+        f"{t_q} × {t_k} map{held}, nor is computed over all {t_k} keys at once."
     )
     dtype = _float64_note(fn, args)
     return _verdict(True, f"{message}\n  {dtype}" if dtype else message, echo)

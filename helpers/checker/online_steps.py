@@ -12,7 +12,7 @@ import torch
 
 from helpers.checker.sizes import TILED_SIZES, TILED_SIZES2, TILED_SIZES3
 
-__all__ = ["NAME", "ONLINE_MISTAKES", "online_steps", "tiled_args"]
+__all__ = ["LARGE", "NAME", "ONLINE_MISTAKES", "large_args", "online_steps", "tiled_args"]
 
 NAME = "tiled_attention"
 
@@ -111,6 +111,21 @@ def tiled_args(second: bool | int = False, seed: int = 0) -> dict:
     k = torch.randn(t_k, d_k, generator=gen) * 0.7 + ramp
     v = torch.randn(t_k, d_v, generator=gen)
     return {"q": q, "k": k, "v": v, "block": sizes["block"]}
+
+
+LARGE = 30.0  # q scaled by this at the first sizes, its first row negated: scores −170 … 173
+
+
+def large_args() -> dict:
+    """The first inputs with large scores, spread apart: q × LARGE, its first query negated. In
+    float32, exp overflows above about 88.7 and underflows to 0 below about −103.3: code that
+    skips the maximum, or lowers every row by the tile's one largest score (173, where query 0's
+    own largest is 45), makes inf or 0 / 0 there, while each row's own running maximum keeps
+    every exponential at most 1 and each row's largest exactly 1."""
+    args = tiled_args()
+    q = args["q"] * LARGE
+    q[0] = -q[0]
+    return {**args, "q": q}
 
 
 def online_steps(

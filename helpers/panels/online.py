@@ -36,6 +36,7 @@ class OnlineSoftmaxExplorer(_Panel):
         head: int = 1,
         query: int = 3,
         block: int = 2,
+        step: int = 1,
     ):
         self.words = tokens(sentence)
         T = len(self.words)
@@ -53,7 +54,7 @@ class OnlineSoftmaxExplorer(_Panel):
             style={"description_width": "6.4em"},
         )  # fmt: skip
         self.step_slider = widgets.IntSlider(
-            value=1, min=1, max=T, description="blocks read", continuous_update=True,
+            value=step, min=1, max=T, description="blocks read", continuous_update=True,
             style={"description_width": "6.4em"},
         )  # fmt: skip
         view = AttentionView(key_by=["block", "step"], height=200, toolbar=False)
@@ -65,9 +66,9 @@ class OnlineSoftmaxExplorer(_Panel):
         yield from ({"block": b, "step": s} for b in range(1, T + 1) for s in range(1, T + 1))
 
     def _map(self, block: int, steps) -> str:
-        """The weights each step stands for: row j, after j + 1 blocks, is exp(s − m) / total
-        over the keys read so far (0 for the rest): the softmax of those keys alone."""
-        name = f"block={block}"
+        """The weights the steps so far stand for: row j, after j + 1 blocks, is exp(s − m) /
+        total over the keys read so far (0 for the rest): the softmax of those keys alone."""
+        name = f"block={block}|read={len(steps)}"
         if not self.view.has_maps(name):
             T = len(self.words)
             rows = torch.zeros(len(steps), T)
@@ -103,7 +104,7 @@ class OnlineSoftmaxExplorer(_Panel):
             note = (f"blocks of {block} cover the {len(self.words)} keys in {len(steps)}: "
                     f"this shows the last")  # fmt: skip
         side = _table(rows, caption) + _lines(checks) + picture
-        return Frame(self._map(block, steps), side, note or f"after {_keys(now.keys)}")
+        return Frame(self._map(block, steps[:shown]), side, note or f"after {_keys(now.keys)}")
 
 
 def _keys(keys: tuple[int, int]) -> str:

@@ -76,7 +76,7 @@ def expected_panel(notebook):
     if notebook.startswith("18"):
         return panels.InductionExplorer(_trained_copier())
     if notebook.startswith("19"):
-        return panels.OnlineSoftmaxExplorer(d_model=32, h=4, head=1, query=3, block=2)
+        return panels.OnlineSoftmaxExplorer(d_model=32, h=4, head=1, query=3, block=2, step=4)
     from helpers.pretrained import load_minilm
 
     text = "The cat sat on the mat because it was warm."
