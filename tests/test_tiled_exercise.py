@@ -442,3 +442,22 @@ def test_a_whole_row_at_a_time_is_refused_though_no_tensor_is_map_sized():
     message = check(one_whole_row_at_a_time).message
     assert message.startswith("✗ Your output is right, but line"), message
     assert "all T_k = 10 keys at once" in message
+
+
+def blocks_one_key_too_wide(q, k, v, block):
+    m = torch.full((q.shape[0], 1), -math.inf)
+    total, acc = torch.zeros(q.shape[0], 1), torch.zeros(q.shape[0], v.shape[1])
+    for j in range(0, k.shape[0], block):
+        kb, vb = k[j : j + block + 1], v[j : j + block + 1]
+        s = q @ kb.T / math.sqrt(q.shape[1])  # <- its keys run one past the block
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        total = total * torch.exp(m - new) + torch.exp(s - new).sum(-1, keepdim=True)
+        acc = acc * torch.exp(m - new) + torch.exp(s - new) @ vb
+        m = new
+    return acc / total
+
+
+def test_blocks_that_overlap_are_shown_by_their_width():
+    message = check(blocks_one_key_too_wide).message
+    assert "makes the first block's scores over 4 keys, where the block holds 3" in message
+    assert lines_in(message) == marked_lines(blocks_one_key_too_wide), message

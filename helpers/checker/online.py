@@ -241,12 +241,21 @@ def _followed(trace: Trace, right: list[dict]) -> str:
             "\n  Hint: look at what this line divides the scores by: which size, and which "
             "power of it?"
         )
+    wide = _wider_block(records, right[0]["scores"]) if "scores" not in tracked else None
+    if wide is not None:  # the first block read with more keys than `block`
+        n, m = wide.tensor.shape[-1], right[0]["scores"].shape[-1]
+        return (
+            f"\n  Where: {wide.where} makes the first block's scores over {n} keys, where the "
+            f"block holds {m}: its first {m} columns are the reference's. The check does not know "
+            "which slip this is."
+            "\n  Hint: look at which keys this line takes for a block: where does a block start "
+            "and stop?"
+        )
     if not tracked:
         return (
             "\n  Where: the check cannot follow your running values: it looks among your tensors "
             "for the reference's, block by block, in the layouts (T_q, 1), (T_q,) and (T_q, d_v), "
-            "and finds none, from the first block on, so it cannot tell where the difference "
-            "starts."
+            "and finds none at the first block, so it cannot tell where the difference starts."
             "\n  Hint: print your scores, running maximum, running sum and accumulator after each "
             "block, and compare them with one row worked out by hand as at the top of the "
             "notebook."
@@ -315,6 +324,14 @@ def _scaled_scores(records: list[Record], scores: torch.Tensor) -> tuple[Record,
         return None
     line = found[0][0].lineno  # the line's own result: its last such tensor (after a division)
     return [pair for pair in found if pair[0].lineno == line][-1]
+
+
+def _wider_block(records: list[Record], scores: torch.Tensor) -> Record | None:
+    """The first (T_q, n) tensor, n wider than the first block, whose first columns are it."""
+    t_q, m = scores.shape
+    return next((r for r in records if r.dtype.is_floating_point and r.tensor.dim() == 2
+                 and r.tensor.shape[0] == t_q and r.tensor.shape[1] > m
+                 and _same(r.tensor[:, :m], scores.float())), None)  # fmt: skip
 
 
 def _odd_square(trace: Trace, t_q: int, others: set[int]) -> Record | None:
