@@ -48,6 +48,9 @@ def test_a_mask_followed_by_a_softmax_is_not_called_a_mask_after_the_softmax():
     assert not result.ok
     for false in ("mask_after_softmax", "masked that the reference keeps", "4 mistakes"):
         assert false not in result.message, result.message
+    # the weights it uses are the ones that differ: shown there, not at its right last line
+    assert list(result.lines) == marked_lines(softmax_masked_then_softmaxed_again), result.message
+    says(result.message, "Your weights (the softmax of the scores) differ")
 
 
 def cut_by_a_reshape_then_a_permute(x, w_q, w_k, w_v, w_o, num_heads):

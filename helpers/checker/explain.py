@@ -272,6 +272,17 @@ def _difference(
     return text
 
 
+def _weights_used(run: _Run) -> Record | None:
+    """The weights the learner's heads' outputs are made from: the input of the weights' shape
+    to the tensor in the heads' place, or None."""
+    if "heads" not in run.stages or "weights" not in run.stages:
+        return None
+    i = _role("heads", run.stages, run.found, run.records)
+    shape = tuple(run.stages["weights"].shape)
+    parents = [run.records[j] for j in run.records[i].parents] if i is not None else []
+    return next((r for r in parents if tuple(r.tensor.shape) == shape), None)
+
+
 def _pass(record: Record, run: _Run) -> int | None:
     """Which pass of a loop over the heads made record (the i-th record of its line, op and
     shape, when the line makes one per head), or None."""
@@ -462,7 +473,15 @@ def _explain(
             i = _changed_in(target, departs, run) if changed and target == stage else None
             i = _role(target, run.stages, run.found, run.records) if i is None else i
             followed.append((run, run.records[i] if i is not None else None))
-        if target != "out" and _made_after_the_weights(target, followed[0][1], first):
+        used = _weights_used(first) if target == "masked" else None
+        if (
+            used is not None
+            and _made_after_the_weights(target, followed[0][1], first)
+            and not _same_in_some_form(used.tensor, "weights", first.stages["weights"])
+        ):  # no masked scores of the learner's, but the weights it uses differ: say so there
+            stage = target = "weights"
+            followed = [(run, _weights_used(run)) for run in pending]
+        elif target != "out" and _made_after_the_weights(target, followed[0][1], first):
             stage = target = "out"  # no tensor of the learner's stands for that stage: say what
             followed = [  # differs where it shows, the output
                 (run, run.records[i] if (i := _role("out", run.stages, run.found, run.records))
