@@ -129,3 +129,38 @@ def test_a_difference_measured_from_the_learners_own_step_says_so():
     if "largest difference 0.34" in result.message:
         says(result.message, "measured from your own")
     assert torch.is_tensor(torch.zeros(1))
+
+
+# --- the seventeenth trial's judges -------------------------------------------------------------
+
+
+def one_sequence_left_out(x, w_q, w_k, w_v):
+    B, T, _ = x.shape
+    out = torch.zeros(B, T, w_v.shape[0])
+    for b in range(B - 1):  # <- the last sequence is never computed
+        q, k, v = x[b] @ w_q.T, x[b] @ w_k.T, x[b] @ w_v.T
+        out[b] = torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1) @ v
+    return out
+
+
+def test_a_buffer_of_zeros_is_not_taken_for_the_queries():
+    """`out = torch.zeros(B, T, d_k)` has q's shape: it was said to be 'your queries', 1.92 off."""
+    message = check_exercise(one_sequence_left_out, "one_head", echo=False).message
+    assert "queries" not in message.split("\n")[0], message
+    line = marked_lines(one_sequence_left_out)[0]
+    assert f"line {line}:" in message, message
+
+
+def scaled_in_numpy(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+    s = (q @ k.transpose(-2, -1)).numpy() / q.shape[-1] ** 0.5
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    weights = torch.from_numpy(e / e.sum(axis=-2, keepdims=True))  # <- over the queries
+    return weights @ v
+
+
+def test_a_scale_applied_in_numpy_is_not_called_missing():
+    message = check_exercise(scaled_in_numpy, "one_head", echo=False).message
+    for false in ("no_scaling", "scaled_after_softmax", "are not scaled"):
+        assert false not in message, message
+    says(message, "what the line does with numpy after it, the check cannot see")

@@ -3,6 +3,8 @@ to a reference stage in each of its layouts (`_same`, `_forms`, `_match`), findi
 
 from __future__ import annotations
 
+import ast
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -154,6 +156,23 @@ def _related(a: str, b: str) -> bool:
     return a in DEPENDS.get(b, ()) or b in DEPENDS.get(a, ())
 
 
+@functools.lru_cache(maxsize=512)
+def _dropped_line(code: str) -> bool:
+    """Whether a line is an expression statement whose value nothing keeps: `scores / d`, whose
+    result is dropped (not `x.masked_fill_(...)`, which changes x, nor `heads.append(...)`)."""
+    try:
+        tree = ast.parse(code.strip())
+    except SyntaxError:
+        return False
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return False
+    # an arithmetic statement alone (a call or an index may be one line of a longer statement,
+    # a generator's, and a call may keep or change what it is given)
+    return isinstance(tree.body[0].value, ast.BinOp | ast.UnaryOp) and not code.lstrip().startswith(
+        ("(", "[", "+", "-", "*", "/", "@")
+    )
+
+
 class _Hits:
     """Which records equal a stage's value in one of its forms, remembered per value: most of the
     stages are the same in every trial of a mistake, so each is compared with the records once."""
@@ -162,6 +181,8 @@ class _Hits:
         self.records = records
         self.by_shape: dict[tuple, list[int]] = {}  # (index?, shape) -> records
         for i, record in enumerate(records[:-1]):
+            if record.code and record.caller is None and _dropped_line(record.code):
+                continue  # a value the code drops stands for no step of its computation
             key = (_is_index(record), tuple(record.tensor.shape))
             self.by_shape.setdefault(key, []).append(i)
         self.seen: dict[tuple, list[int]] = {}

@@ -114,6 +114,10 @@ def _contradicted(name: str, runs: list[_Run]) -> bool:
             last = max((i for i, op in enumerate(ops_in_order) if "softmax" in op), default=None)
             if last is not None and masks and masks[-1] < last:  # a softmax after the last mask:
                 return True  # the masked weights are not left at 0 after it
+    if name in (*_SCALING, "scaled_after_softmax"):  # scores taken out of torch (numpy): a
+        # division there is not seen
+        if any(".numpy(" in r.code or "np." in r.code for run in runs for r in run.records):
+            return True
     if name == "w_qk_reversed":  # the learner's own W_QK, made in the right order
         for run in runs:
             right = run.reference.get("w_qk")

@@ -516,6 +516,11 @@ def _explain(
             detail = f"yours are the reference's × {scale:.3g}: the same numbers at another scale"
         alias = _equals_other_stage(record, target, first) if record else ""
         detail = f"{detail}; {alias}" if detail and alias else detail or alias
+        if detail and record is not None and ".numpy(" in record.code:  # the torch part only
+            detail = (
+                f"the tensor the check sees on this line is the one before `.numpy()`: {detail}; "
+                "what the line does with numpy after it, the check cannot see"
+            )
         if detail and first.given:  # compared with the steps that follow from the learner's own
             own = " and ".join("{" + name + "}" for name in first.given)  # earlier tensor
             detail += f", measured from your own {own} on, not from the reference's"

@@ -32,6 +32,10 @@ from helpers.checker.scales import _scale_hint
 from helpers.checker.sources import _position
 from helpers.checker.trace import Record
 
+# tensors made from nothing (zeros, empty, full): a buffer to fill, never a step's values
+_FACTORIES = {"zeros", "zeros_like", "empty", "empty_like", "ones", "ones_like", "full",
+              "full_like", "new_zeros", "new_empty", "new_ones", "new_full"}  # fmt: skip
+
 
 def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int | None:
     """The learner's tensor made in place of `stage` (its input to the next step), or None."""
@@ -52,6 +56,7 @@ def _role(stage: str, stages: dict, found: dict, records: list[Record]) -> int |
     index = KINDS[stage] == "index"
     candidates = [i for i in range(start + 1, len(records) - 1)
                   if tuple(records[i].tensor.shape) in shapes and i not in taken
+                  and records[i].op not in _FACTORIES
                   and _is_index(records[i]) == index
                   and (tuple(records[i].tensor.shape) not in owned.get(records[i].family, ())
                        or _op(records[i]) in _JOINS)
