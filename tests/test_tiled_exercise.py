@@ -461,3 +461,10 @@ def test_blocks_that_overlap_are_shown_by_their_width():
     message = check(blocks_one_key_too_wide).message
     assert "makes the first block's scores over 4 keys, where the block holds 3" in message
     assert lines_in(message) == marked_lines(blocks_one_key_too_wide), message
+
+
+def test_a_nan_at_large_scores_is_called_nan_not_inf():
+    """A tile-wide maximum lowers query 0's scores (≤ 45) by 173: 0 / 0 there, NaN, not inf."""
+    message = check(one_maximum_for_the_whole_tile).message
+    assert "its output holds NaN with large scores (in row 0)" in message, message
+    assert "largest difference inf" not in message

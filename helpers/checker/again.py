@@ -34,6 +34,11 @@ def _second_problem(fn: Callable, args: dict, expected: torch.Tensor, when: str 
             "expected."
         )
     if not _same(out, expected):
+        if not out.isfinite().all() and expected.isfinite().all():
+            what = "NaN" if out.isnan().any() else "inf"
+            rows = sorted({int(i[0]) for i in (~out.isfinite()).nonzero().tolist()})
+            where = f" (in row{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows[:6]))})"
+            return f"its output holds {what}{when}{where}, where the reference's is finite."
         diff = (out.detach().float() - expected).abs().nan_to_num(float("inf"))
         factor = _ratio(out, expected)
         scaled = (
