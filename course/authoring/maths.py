@@ -22,7 +22,7 @@ LETTER = re.compile(r"[A-Za-zσθ](_[A-Za-z0-9]|_\{[A-Za-z0-9]+\})?(\^[A-Za-z0-9
 CODE = re.compile(r"\b(True|False|None|inf|import|def)\b|//|==|\w\(|\.\w|\bw_")
 # the LaTeX commands the formulas use: all typeset by MathJax 3
 COMMANDS = {"text", "cdot", "times", "dots", "sum", "sqrt", "top", "sigma", "theta", "partial",
-            "odot", "approx", "operatorname", "exp", "log", "|"}  # fmt: skip
+            "odot", "approx", "operatorname", "exp", "log", "infty", "|"}  # fmt: skip
 SUBSTITUTIONS = [
     ("W_QK^i", r"W_{QK,i}"), ("W_OV^i", r"W_{OV,i}"), ("W_QK", r"W_{QK}"), ("W_OV", r"W_{OV}"),
     ("d_model", r"d_{\text{model}}"), ("head_i", r"\text{head}_i"),
