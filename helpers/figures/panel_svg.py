@@ -130,11 +130,12 @@ def online_row_svg(
     maximum m as a dashed line; exp(s − m) / total for the keys read (their softmax so far); and
     the output so far (d_v,) above the whole row's softmax · v. Every number drawn is given."""
     T, d_v = scores.size(0), out.size(0)
+    ROW = 17  # px per token row: tighter than the other panels', to fit a projector's height
     label_w, bar_w, cell = 60, 150, max(8, min(18, 160 // d_v))
     x_scores, x_weights = label_w + 8, label_w + 8 + bar_w + 26
-    top = 2.2 * ROW
+    top = 2.0 * ROW + 4
     width = x_weights + bar_w + 8
-    height = top + (T + 3.4) * ROW + 4
+    height = top + (T + 3.0) * ROW + 2
     limit = max(float(scores.abs().max()), abs(m)) or 1.0
     zero = x_scores + bar_w / 2
     x_of = lambda value: zero + value / limit * (bar_w / 2 - 4)  # noqa: E731
@@ -143,9 +144,9 @@ def online_row_svg(
     colours = matplotlib.colormaps["viridis"]
     parts = [
         _text(x_scores, 0.5 * ROW, "1. scores", extra=' font-weight="bold"'),
-        _text(x_scores, 1.4 * ROW, f"m = {m:+.3f} (dashed)"),
+        _text(x_scores, 1.35 * ROW + 2, f"m = {m:+.3f} (dashed)"),
         _text(x_weights, 0.5 * ROW, "2. exp(s − m) / total", extra=' font-weight="bold"'),
-        _text(x_weights, 1.4 * ROW, f"over the {read} keys read"),
+        _text(x_weights, 1.35 * ROW + 2, f"over the {read} keys read"),
         f'<line x1="{zero}" x2="{zero}" y1="{top - 4}" y2="{top + T * ROW}" stroke="#333"/>',
     ]
     for j, word in enumerate(words):
@@ -178,7 +179,7 @@ def online_row_svg(
     v_limit = float(torch.cat([out, whole]).abs().max()) or 1.0
     diverging = matplotlib.colormaps["RdBu_r"]
     for i, (name, vector) in enumerate((("out so far", out), ("softmax · v", whole))):
-        y = top + (T + 0.6 + 1.2 * i) * ROW
+        y = top + (T + 0.3 + 1.1 * i) * ROW
         parts.append(_text(x_scores + 84, y + ROW / 2, name, "end", ' font-weight="bold"'))
         for f in range(d_v):
             value = float(vector[f])

@@ -75,7 +75,7 @@ class OnlineSoftmaxExplorer(_Panel):
             for j, s in enumerate(steps):
                 read = slice(0, s.keys[1])
                 rows[j, read] = torch.exp(self.scores[read] - s.m) / s.total
-            labels = [f"after {_keys(s.keys)}" for s in steps]
+            labels = [_keys(s.keys) for s in steps]  # the step after these keys
             self.view.add_maps(name, rows.unsqueeze(0), labels, self.words,
                                [f"query '{self.words[self.query]}', head {self.head}"])  # fmt: skip
         return name
@@ -85,17 +85,17 @@ class OnlineSoftmaxExplorer(_Panel):
         shown = min(step, len(steps))
         now = steps[shown - 1]
         read = now.keys[1]
-        rows = [("block", "keys", "its max", "m", "rescale", "total")]
-        for j, s in enumerate(steps[:shown]):
-            rows.append((str(j), _keys(s.keys), f"{float(s.scores.max()):+.3f}", f"{s.m:+.3f}",
+        rows = [("keys", "its max", "m", "rescale", "total")]
+        for s in steps[:shown]:
+            rows.append((_keys(s.keys), f"{float(s.scores.max()):+.2f}", f"{s.m:+.2f}",
                          f"{s.rescale:.3f}", f"{s.total:.3f}"))  # fmt: skip
         so_far = torch.softmax(self.scores[:read], -1) @ self.values[:read]
-        checks = [check_close(now.out, so_far, "acc / total = softmax of the keys read so far · "
-                              "their values", echo=False)]  # fmt: skip
+        checks = [check_close(now.out, so_far, "acc / total = softmax · v over the keys read",
+                              echo=False)]  # fmt: skip
         whole = torch.softmax(self.scores, -1) @ self.values
         if read == len(self.words):
-            checks.append(check_close(now.out, whole, "all keys read: acc / total = "
-                                      "softmax(scores) · v", echo=False))  # fmt: skip
+            checks.append(check_close(now.out, whole, "all read: = softmax(scores) · v",
+                                      echo=False))  # fmt: skip
         caption = (f"query {self.query} ('{self.words[self.query]}'), head {self.head}, blocks of "
                    f"{block}: after {shown} of {len(steps)}")  # fmt: skip
         picture = online_row_svg(self.scores, read, now.keys, now.m, now.out, whole, self.words)
