@@ -59,7 +59,7 @@ from helpers.checker.online_steps import (
 )
 
 
-def _forms(t: torch.Tensor) -> list[torch.Tensor]:
+def _layouts(t: torch.Tensor) -> list[torch.Tensor]:
     """A running value as a learner may hold it: as is, without its last dim of 1, transposed."""
     forms = [t]
     if t.dim() == 2 and t.size(-1) == 1:
@@ -70,7 +70,7 @@ def _forms(t: torch.Tensor) -> list[torch.Tensor]:
 
 
 def _holds(record: Record, value: torch.Tensor) -> bool:
-    return any(_same(record.tensor, form) for form in _forms(value))
+    return any(_same(record.tensor, form) for form in _layouts(value))
 
 
 def _first_holding(
@@ -314,7 +314,7 @@ def _scaled_scores(records: list[Record], scores: torch.Tensor) -> tuple[Record,
     """The first tensor of the first block's scores' shape that is them times one number."""
     found = []
     for r in records:
-        for form in _forms(scores):
+        for form in _layouts(scores):
             if r.tensor.shape == form.shape:
                 factor = _ratio(r.tensor, form.float())
                 if factor is not None and abs(factor - 1) > 1e-3:
