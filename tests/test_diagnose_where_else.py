@@ -347,6 +347,33 @@ def test_keys_and_values_made_right_and_swapped_where_used_name_where_each_is_us
     assert "your keys k = context·W^K differ" not in result.message
 
 
+def _attend(q, k, v):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)
+    return weights @ v
+
+
+def keys_and_values_made_right_and_passed_swapped(x, context, w_q, w_k, w_v, w_o, num_heads):
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
+    k = (context @ w_k.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
+    v = (context @ w_v.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
+    out = _attend(q, v, k)  # slip
+    return out.transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
+
+
+def test_keys_and_values_made_right_on_lines_of_their_own_then_passed_swapped():
+    """k and v each made right on its own line, then passed to a helper in each other's place: the
+    message names the call that swaps them, and sends the learner to the lines that make k and v
+    only together with the line that uses each."""
+    fn = keys_and_values_made_right_and_passed_swapped
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert not result.ok
+    call = f"called from line {marked(fn, '# slip')}:"
+    assert result.message.count(call) == 2, result.message
+    assert "look at the line that makes" not in result.message, result.message
+
+
 def _attend_from(query_src, kv_src, w_q, w_k, w_v, num_heads):
     B, L_q, D = query_src.shape
     L_k, d_k = kv_src.shape[1], D // num_heads

@@ -4,6 +4,8 @@ right tensor was first used, and which earlier stage's input changed."""
 
 from __future__ import annotations
 
+import re
+
 from helpers.checker.compare import (
     _JOINS,
     _PRODUCT_OPS,
@@ -17,7 +19,7 @@ from helpers.checker.compare import (
     _same_in_some_form,
     _vouched,
 )
-from helpers.checker.locate import _closure, _role
+from helpers.checker.locate import _assigned_name, _closure, _role
 from helpers.checker.mistakes import DEPENDS, KINDS
 from helpers.checker.trace import Record
 
@@ -277,7 +279,7 @@ def _first_use(record: Record, stage: str, run: _Run) -> str:
     beside = [r for r in run.records if (r.lineno, r.caller) == place
               and r.family != record.family
               and _same_in_some_form(r.tensor, stage, value)]  # fmt: skip
-    if not beside:
+    if not beside and not _right_under_its_name(record, stage, run):
         return ""
     family = {j for j, r in enumerate(run.records) if r.family == record.family}
     use = next((r for j, r in enumerate(run.records) if j > i and r.family != record.family
@@ -285,6 +287,25 @@ def _first_use(record: Record, stage: str, run: _Run) -> str:
     if use is None or not use.where or (use.lineno, use.caller) == (record.lineno, record.caller):
         return ""
     return use.where
+
+
+def _right_under_its_name(record: Record, stage: str, run: _Run) -> bool:
+    """Whether record's tensor, found in `stage`'s place, is another of q, k and v made right
+    under that one's own name (`k = context @ w_k.T`, equal to the reference's k, then passed
+    where v goes, as in `attend(q, v, k)`): its line is right, so the swap may be where it is
+    used."""
+    name = _assigned_name(record, run.records).lower()
+    letter = name[:1] if re.fullmatch(r"[qkv](_?\w{0,6})?", name) else ""
+    words = {"query": "q", "queries": "q", "key": "k", "keys": "k", "value": "v", "values": "v"}
+    letter = letter or words.get(name.split("_")[0], "")
+    if not letter or letter == stage[:1]:
+        return False
+    other = f"{letter}{stage[1:]}"  # the same form: k_heads in v_heads' place
+    for form in dict.fromkeys((other, letter)):
+        value = run.reference.get(form)
+        if value is not None and _same_in_some_form(record.tensor, form, value):
+            return True
+    return False
 
 
 def _cut_first(stage: str, run: _Run) -> str:

@@ -190,6 +190,11 @@ def _entry(
             f"{indent}  It is used in that role on {finding.used_at}: the slip may be there "
             "(which tensor goes where) or on this line."
         )
+        if hint.startswith("look at the line that makes"):  # that line may well be right
+            hint = (
+                "look at both lines: which weight this line multiplies, and which of your "
+                "tensors the line that uses it takes in that place."
+            )
     if where and finding.mask_line:
         lines.append(
             f"{indent}  The mask this line applies is made on {finding.mask_line}; the check "
