@@ -75,6 +75,29 @@ def test_setup_prints_each_step_with_the_time_it_took_and_skips_when_installed(
     assert "[1/2] step one" in capsys.readouterr().out
 
 
+def test_setup_byte_compiles_what_each_step_added_and_nothing_else(tmp_path, monkeypatch):
+    """pip installs with --no-compile; setup compiles each step's new files in the background."""
+    assert all("--no-compile" in command for _, command in course.install_steps(test_tools=True))
+    for name in course.COURSE_PINS:
+        (tmp_path / name).write_text(name)
+    python = course.venv_python(tmp_path / ".venv")
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    site = tmp_path / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "before.py").write_text("x = 1\n")  # there before setup: left to Python
+    added = site / "added" / "__init__.py"
+    write = (
+        f"import pathlib; p = pathlib.Path({str(added)!r}); p.parent.mkdir(); p.write_text('y = 2')"
+    )
+    monkeypatch.setattr(
+        course, "install_steps", lambda test_tools=False: [("adds", [sys.executable, "-c", write])]
+    )
+    course.setup(root=tmp_path)
+    assert list((added.parent / "__pycache__").glob("__init__.*.pyc"))
+    assert not (site / "__pycache__").exists()
+
+
 def test_a_failing_step_stops_setup_with_its_exit_code(tmp_path, monkeypatch):
     for name in course.COURSE_PINS:
         (tmp_path / name).write_text(name)

@@ -78,8 +78,16 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def lab():
-    with jupyter_lab() as server:
+def lab(tmp_path_factory):
+    """JupyterLab on the student copy, as `make lab` serves it by default (each exercise's
+    solution replaced by its skeleton): the Run Alls of test_in_jupyterlab run what a student
+    opens, so they also check that the copy runs top to bottom and that its checks say "not
+    done yet" (strict nbval runs the committed notebooks, solutions and all)."""
+    from course.student import build
+
+    folder = tmp_path_factory.mktemp("student") / "notebooks"
+    build(target=folder)
+    with jupyter_lab(folder) as server:
         yield server
 
 

@@ -3,6 +3,7 @@ its panels, the panels the notebooks build made here (`expected_panel`: the kern
 the moves a user makes (a key pressed on a slider, a drag)."""
 
 import functools
+import json
 
 from tests.browser.lab import (
     ROOT,
@@ -13,6 +14,15 @@ from tests.browser.lab import (
 )
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _solutions(name: str) -> list[str]:
+    cells = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if "solution" in c["metadata"].get("tags", [])]
+
+
+# notebook -> its exercises' solutions (the student copy that `lab` serves has skeletons there)
+EXERCISES = {name: cells for name in NOTEBOOKS if (cells := _solutions(name))}
 _opened: dict[int, str] = {}  # page -> the notebook it has run
 
 

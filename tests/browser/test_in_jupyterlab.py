@@ -16,6 +16,7 @@ from tests.browser.lab import (
 )
 from tests.browser.notebooks import (
     DRAWN,
+    EXERCISES,
     NOTEBOOKS,
     _opened,
     expected_panel,
@@ -30,6 +31,8 @@ from tests.browser.notebooks import (
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_run_all_shows_no_error(lab, page, notebook):
+    """The student copy (`lab`): no error anywhere, and each exercise's check says it is not
+    done yet (its skeleton raises NotImplementedError, which the check catches)."""
     open_and_run_all(page, *lab, notebook)
     _opened[id(page)] = notebook
     errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
@@ -38,6 +41,8 @@ def test_run_all_shows_no_error(lab, page, notebook):
     assert errors.count() == 0, errors.first.inner_text()
     assert tracebacks.count() == 0
     assert page.locator(".jp-OutputArea-output").count() > 0  # it did show something
+    not_done = page.locator(".jp-OutputArea-output:has-text('○ Not done yet')")
+    assert not_done.count() == len(EXERCISES.get(notebook, [])), notebook
 
 
 def test_18_the_induction_panel_hovers_keys_clicks_and_fits_as_the_others(lab, page):
