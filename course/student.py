@@ -18,12 +18,9 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_NOTE = (  # where the answer is: a deliberate step, never the next cell or slide
-    "    # Stuck after a real try? The course's `lab --solutions` serves a copy with the solution."
+    "    # Stuck after a real try? `lab --solutions` serves a copy with the solution."
 )
-STUB = (
-    '    raise NotImplementedError("Exercise: write this function, run this cell, then the check '
-    'below.")'
-)
+STUB = '    raise NotImplementedError("Exercise: write this function, then run the check below.")'
 
 
 def stub(source: str) -> str:
@@ -58,7 +55,9 @@ def student_copy(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode
         if "solution" in cell.metadata.get("tags", []):
             cell.source = stub(cell.source)
             cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != "solution"]
-            cell.metadata["slideshow"] = {"slide_type": "fragment"}  # the task, shown in slides
+            # the task on a slide of its own, below the exercise's text, its check beside it: a
+            # fragment under the text pushed the check below a 1280 x 720 screen (03, 09)
+            cell.metadata["slideshow"] = {"slide_type": "subslide"}
             stubs += 1
         cell.outputs, cell.execution_count = [], None
     copy.metadata.pop("widgets", None)  # the saved widget state shows the teacher's run

@@ -182,7 +182,9 @@ def test_a_right_answer_is_still_right_under_the_limits():
         q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
         return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v
 
-    assert check_exercise(one_head, "one_head", echo=False, time_limit=LIMIT).ok
+    # the limits a learner's check runs under (TIME_LIMIT, TRACE_LIMIT_MB): not LIMIT, a time
+    # the check itself can pass on a loaded machine (it did once beside make test's other lanes)
+    assert check_exercise(one_head, "one_head", echo=False).ok
 
 
 # --- the memory bound -------------------------------------------------------------------------

@@ -300,8 +300,8 @@ def test_lab_serves_the_exercises_as_skeletons_unless_asked_for_the_solutions():
                 body = "".join(mine["source"]).split('"""')[-1]  # after the docstring
                 code = [line.strip() for line in body.splitlines() if line.strip()]
                 assert [line for line in code if not line.startswith("#")] == [
-                    'raise NotImplementedError("Exercise: write this function, run this cell, '
-                    'then the check below.")'
+                    'raise NotImplementedError("Exercise: write this function, then run the check '
+                    'below.")'
                 ]
                 assert any("lab --solutions" in line for line in code)
                 assert not mine["outputs"] and "solution" not in mine["metadata"].get("tags", [])

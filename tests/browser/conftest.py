@@ -4,10 +4,12 @@ message saying how to get it, so a student's `make test` still passes. CI instal
 import inspect
 import os
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
-from tests.browser.lab import CHROMIUM, chromium_page, jupyter_lab
+from tests.browser.lab import CHROMIUM, ROOT, chromium_page, jupyter_lab
 
 HOW = "install it with: apt-get install -y chromium (CI does this in .ci/run)"
 
@@ -88,6 +90,18 @@ def lab(tmp_path_factory):
     folder = tmp_path_factory.mktemp("student") / "notebooks"
     build(target=folder)
     with jupyter_lab(folder) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def committed_lab(tmp_path_factory):
+    """JupyterLab on a copy of the committed notebooks (outputs and solutions), with the student
+    copy in its folder student/: what a teacher projects from either."""
+    from course.student import build
+
+    root = Path(shutil.copytree(ROOT / "notebooks", tmp_path_factory.mktemp("lab") / "notebooks"))
+    build(target=root / "student")
+    with jupyter_lab(root) as server:
         yield server
 
 
