@@ -60,7 +60,8 @@ TEST_PINS = ("requirements-test.txt",)
 NODEPS = "requirements-nodeps.txt"
 NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg"]
 # `test` runs its tests in five lanes at once (docs/development.md has the measurements): the
-# panels in JupyterLab; the slideshow and the notebooks' links, then the student copy's run; the
+# panels in JupyterLab (on the student copy, whose Run Alls are its run); the slideshow and the
+# notebooks' links, then the student copy's own tests; the
 # unit tests, then half the notebooks under strict nbval; 18's models trained (test_induction),
 # then the static site (built once for its unit and browser tests), then nbval's other half;
 # test_install (pip's resolves, all at once, waiting on the index much of the time), the class
