@@ -73,11 +73,11 @@ NBVAL = ["--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval
 NBVAL_WORKERS = "2"
 PARALLEL_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 LOGS = ROOT / ".test-logs"
-# 18's models are trained in nbval, in the browser's Run All, in the student copy's run and by the
-# unit tests: within one `test`, a training that starts after an identical one has finished reads
-# that model back from this folder (helpers.induction.train_copying; seeded, so the same weights;
-# two identical trainings that start at once in two lanes both run). The folder lives as long as
-# the command.
+# 18's models are trained in nbval, in the browser's Run All of the student copy, by the site
+# and by the unit tests: within one `test`, a training that starts after an identical one has
+# finished reads that model back from this folder (helpers.induction.train_copying; seeded, so
+# the same weights; two identical trainings that start at once in two lanes both run). The
+# folder lives as long as the command.
 TRAINED_CACHE = "COURSE_TRAINED_CACHE"
 
 
