@@ -58,7 +58,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
     ),
     "w_o_missing": (
         "the output is the concatenation of the heads: W^O is never applied",
-        "look at your last line: one of the four matrices is not used.",
+        "look at what your heads' output meets once they are side by side: one of the four "
+        "matrices is never used.",
     ),
     "weights_transposed": (
         "w_q, w_k and w_v are used the wrong way round (x @ w): the input's features meet "
@@ -237,7 +238,8 @@ SLIPS: dict[str, tuple[str, str]] = {
     "residual_added": (
         "x is added to the output: that is the residual connection of the block around "
         "attention, not part of attention",
-        "look at your last line: attention returns W^O's output alone; the block adds x outside.",
+        "look at where x is added: attention returns W^O's output alone; the block around it "
+        "adds x.",
     ),
 }
 
