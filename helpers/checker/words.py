@@ -401,7 +401,8 @@ def _numeric_problem(
         return (
             f"✗ Your output has NaN in {int(out.isnan().sum())} of its {out.numel()} numbers."
             f"{where} Hint: NaN comes from 0·∞, ∞ − ∞, 0/0, the square root of a negative "
-            "number, or a softmax over a row that is all −inf: look at what goes into that line."
+            "number, or a softmax over a row that is all −inf: look at that line and at what goes "
+            "into it."
         )
     half = next((r for r in records if r.dtype in _HALF), None)
     if half is not None and not _same(out, expected):
