@@ -416,3 +416,24 @@ def test_x_changed_before_a_projection_is_one_difference_in_the_queries_with_bot
     assert list(result.lines) == [marked(fn)], result.message
     assert not result.message.startswith("✗ This looks like 2"), result.message
     says(result.message, f"line {marked(fn, '# slip')}: `x = F.layer_norm(x, x.shape[-1:])")
+
+
+def scaled_on_q_in_place_then_on_the_scores(x, context, w_q, w_k, w_v, w_o, num_heads):
+    B, T_q, d_model = x.shape
+    T_k, d_k = context.shape[1], d_model // num_heads
+    q = (x @ w_q.T).view(B, T_q, num_heads, d_k).transpose(1, 2)
+    q /= d_k**0.5  # scale
+    k = (context @ w_k.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
+    v = (context @ w_v.T).view(B, T_k, num_heads, d_k).transpose(1, 2)
+    scores = q @ k.transpose(-2, -1) / d_k**0.5  # scale again
+    return (scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T_q, d_model) @ w_o.T
+
+
+def test_a_scale_applied_twice_names_both_scales_not_a_product():
+    """q divided in place, then the scores divided again: the hint is about the two scales (the
+    line it shows holds no product)."""
+    fn = scaled_on_q_in_place_then_on_the_scores
+    result = check_exercise(fn, "cross_attention", echo=False)
+    assert "× 0.5" in result.message, result.message
+    says(result.message, f"also scales on line {marked(fn, '# scale again')}")
+    assert "the product" not in result.message, result.message

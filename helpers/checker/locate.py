@@ -28,7 +28,7 @@ from helpers.checker.compare import (
     _same_in_some_form,
 )
 from helpers.checker.mistakes import DEPENDS, HOME, KINDS
-from helpers.checker.scales import _scale_hint
+from helpers.checker.scales import _SCALES, _scale_hint
 from helpers.checker.sources import _position
 from helpers.checker.trace import Record
 
@@ -176,8 +176,9 @@ def _blamed_input(finding: Finding, runs: list[_Run], at: list[dict]) -> Finding
     if moved is record:
         return finding
     hint = finding.hint  # a scale's hint names the other lines that scale: from the new one
-    if hint.startswith("look at the scale on this line"):
-        hint = _scale_hint(moved, run)
+    rescaled = _op(moved).strip("_") in _SCALES and "at another scale" in finding.detail
+    if hint.startswith("look at the scale on this line") or rescaled:  # `q /= √d_k`, then the
+        hint = _scale_hint(moved, run)  # scores divided again: the scale, not a product
     elif not hint and not finding.mistake and other_head:  # not the stage's hint for its own line
         hint = (
             "in at least one pass of the loop this line makes another head's numbers: look at "
