@@ -77,6 +77,11 @@ _EXERCISE_HINTS: dict[str, dict[str, str]] = {
 _EXERCISE_WORDS: dict[str, dict[str, str]] = {
     "cross_attention": {"k": "keys k = context·W^K", "v": "values v = context·W^V"},
     "split_heads": {"cut": "t is"},
+    "one_head": {  # 01's one head: nothing is cut into heads
+        "q_heads": "queries q = x·W^Q",
+        "k_heads": "keys k = x·W^K",
+        "v_heads": "values v = x·W^V",
+    },
     "loop": {  # 03's loop gets each head's matrices: nothing is cut
         "q_heads": "queries of each head (x·W_i^Q)",
         "k_heads": "keys of each head (x·W_i^K)",
