@@ -50,3 +50,16 @@ def test_a_code_cell_that_would_run_off_the_screen_gets_a_slide_of_its_own():
     assert slide_types([prose, short]) == ["slide", "-"]  # fits: seen together
     assert slide_types([prose, tall]) == ["slide", "subslide"]  # would not: the next slide
     assert slide_types([md("## Short"), tall, tall]) == ["slide", "-", "subslide"]
+
+
+def test_the_guides_count_of_slides_is_the_notebooks():
+    """The teaching guide and docs/teaching.md say how many slides fit 1280x720: the count of the
+    notebooks' slides and subslides, kept true as notebooks are added."""
+    count = sum(kind in ("slide", "subslide")
+                for path in NOTEBOOKS
+                for kind in (c.metadata.get("slideshow", {}).get("slide_type")
+                             for c in nbformat.read(path, as_version=4).cells))  # fmt: skip
+    guide = (ROOT / "docs" / "teaching-guide.md").read_text(encoding="utf-8")
+    teaching = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    assert f"All {count} slides fit 1280×720" in guide
+    assert f"test_slides_fit.py`, {count} slides)" in teaching
