@@ -55,8 +55,9 @@ def test_a_mask_set_in_place_on_one_head_says_which_heads_and_entries():
     result = diagnose(fn, echo=False)
     masked = int((~diagnose_inputs_mask()).sum()) * 2  # two heads of three left unmasked
     assert result.message == (
-        "✗ Your masked scores differ from the reference's "
-        f"({masked} entries kept that the reference masks, only in heads 1, 2), in a way that "
+        "✗ Right when called without a mask, but not when called with a mask. Your masked scores "
+        f"differ from the reference's ({masked} entries kept that the reference masks, only in "
+        "heads 1, 2), in a way that "
         "matches no known mistake.\n"
         f"  Where: line {line}: "
         '`scores[:, 0] = scores[:, 0].masked_fill(~mask, float("-inf"))  # <-`\n'

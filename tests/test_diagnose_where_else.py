@@ -437,3 +437,25 @@ def test_a_scale_applied_twice_names_both_scales_not_a_product():
     assert "× 0.5" in result.message, result.message
     says(result.message, f"also scales on line {marked(fn, '# scale again')}")
     assert "the product" not in result.message, result.message
+
+
+def scaled_only_under_a_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    B, T, d_model = x.shape
+    d_k = d_model // num_heads
+    q, k, v = ((x @ w.T).view(B, T, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores / d_k**0.5  # slip: scaled only when there is a mask
+        scores = scores.masked_fill(~mask.unsqueeze(1), float("-inf"))
+    out = scores.softmax(dim=-1) @ v
+    return out.transpose(1, 2).reshape(B, T, d_model) @ w_o.T
+
+
+def test_a_slip_that_shows_only_without_a_mask_is_named_and_said_to_be_there():
+    """Right with the check's mask, wrong without one: the call that shows it is said, and the
+    catalogued mistake its output matches (no scaling) is named, not 'no known mistake'."""
+    result = diagnose(scaled_only_under_a_mask, echo=False)
+    assert result.message.startswith(
+        "✗ Right when called with a mask, but not when called without a mask. This looks like a "
+        "known mistake (no_scaling)"
+    ), result.message

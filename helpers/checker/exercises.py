@@ -308,6 +308,7 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     effects = dict.fromkeys(_side_effect_note(t) for t, _, _, _ in results.values())
     plain_note, note = note, "\n  ".join(n for n in (note, *effects) if n)
     second_args = {**_inputs(second=True), "mask": None}
+    right = [lbl for lbl, (_, out, _, exp) in results.items() if _same(out, exp)]
     findings = _safe_explain(
         [
             (_records(trace, out, extra), functools.partial(attention_stages, **runs[label]))
@@ -325,6 +326,15 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
     )
     label = [lbl for lbl, (_, out, _, exp) in results.items() if not _same(out, exp)][0]
     trace, out, _, expected = results[label]
+    stages = functools.partial(attention_stages, **runs[label])
+    unnamed = findings and not any(f.mistake for f in findings)
+    if right and runs[label]["mask"] is None and unnamed:  # right with the mask, wrong without
+        # (the scaling under `if mask is not None:`): named from that call alone, if the named
+        # mistake gives its output
+        records = _records(trace, out, results[label][2])
+        alone = _safe_explain([(records, stages)], candidates, fn, None)
+        if alone and all(f.mistake for f in alone) and _explains(alone, out, stages):
+            findings = alone
     given = None if len(runs) == 1 else runs[label]["mask"] is not None  # takes a mask: given?
     problem = _numeric_problem(trace.records, out, expected, given)
     if problem and not _explains(findings, out, functools.partial(attention_stages, **runs[label])):
@@ -333,6 +343,9 @@ def _diagnose(fn: Callable, echo: bool, mask: bool, per_head: bool) -> Diagnosis
         return _verdict(False, _changed_in_place(trace), echo, note=plain_note)
     words = _EXERCISE_WORDS.get(exercise)
     message = _message(findings, words=words) if findings else _fallback(out, expected)
+    masks_only = findings and all(f.mistake in _MASKS for f in findings)  # mask slips: no news
+    if right and not masks_only and message.startswith("✗ "):
+        message = f"✗ Right when called {right[0]}, but not when called {label}. {message[2:]}"
     return _verdict(False, message, echo, findings, note)
 
 
