@@ -459,3 +459,24 @@ def test_a_slip_that_shows_only_without_a_mask_is_named_and_said_to_be_there():
         "✗ Right when called with a mask, but not when called without a mask. This looks like a "
         "known mistake (no_scaling)"
     ), result.message
+
+
+def each_head_through_its_own_block_of_w_o(x, w_q, w_k, w_v, w_o):
+    d_k = w_q[0].shape[0]
+    outs = []
+    for i, (wq, wk, wv) in enumerate(zip(w_q, w_k, w_v)):
+        q, k, v = x @ wq.T, x @ wk.T, x @ wv.T
+        weights = torch.softmax(q @ k.transpose(-2, -1) / d_k**0.5, dim=-1)
+        block = slice(i * d_k, (i + 1) * d_k)
+        outs.append(weights @ v @ w_o[block, block].T)  # slip
+    return torch.cat(outs, dim=-1)
+
+
+def test_a_head_output_multiplied_again_on_its_line_is_not_called_wrong_weights_times_v():
+    """weights·v right, then a W^O block on the same line: the message says weights·v is right
+    and the line multiplies it again; it does not send the learner to what the weights multiply."""
+    fn = each_head_through_its_own_block_of_w_o
+    result = diagnose(fn, per_head=True, echo=False)
+    assert not result.ok
+    says(result.message, "weights·v is head 0's output, right", f"line {marked(fn, '# slip')}")
+    assert "what the weights multiply" not in result.message, result.message

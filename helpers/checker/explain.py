@@ -70,6 +70,7 @@ from helpers.checker.unexplained import (
     _misplaced,
     _missing_head,
     _own,
+    _right_head_then_more,
     _right_until,
     _transposed_input,
     _wrong_pass,
@@ -562,7 +563,20 @@ def _explain(
                 "look at the order of the product and the transposes on this line: row a of the "
                 "scores holds query a's scores."
             )
+        head = _right_head_then_more(record, target, first) if record is not None else None
+        if head is not None:  # `a @ v @ w_o[blk, blk].T`: weights·v right, then multiplied again
+            detail = ""
+            hint = (
+                "each head's output is its weights·v alone: look at what this line does after "
+                "weights·v (W^O comes once, after the heads are put side by side)."
+            )
         headline = ""
+        if head is not None:
+            headline = (
+                "the tensor your code puts side by side as each head's output is not weights·v "
+                f"alone: on this line, weights·v is head {head}'s output, right, and the line then "
+                "multiplies it again."
+            )
         if record is not None and "scaled_dot_product_attention" in record.op:
             headline, hint = _fused_call(record, target, first, hint)
         shown = _merge_start(record, first) if target == "merged" and record else record

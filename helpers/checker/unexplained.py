@@ -356,3 +356,22 @@ def _changed_in(earlier: str, stage: str, run: _Run) -> int | None:
         ),
         None,
     )  # fmt: skip
+
+
+def _right_head_then_more(record: Record, target: str, run: _Run) -> int | None:
+    """For a head's output that differs: the head whose output the product it is made from on the
+    same line equals (`a @ v @ w_o[blk, blk].T`: a @ v is right, the product after it is not part
+    of the head), else None."""
+    if target != "heads" or _op(record) not in _PRODUCT_OPS or not record.parents:
+        return None
+    heads = run.stages["heads"]
+    if heads.dim() != 4:
+        return None
+    for j in record.parents:
+        made = run.records[j]
+        if (made.lineno, made.caller) != (record.lineno, record.caller):
+            continue
+        for i in range(heads.size(1)):
+            if made.tensor.shape == heads[:, i].shape and _same(made.tensor, heads[:, i]):
+                return i
+    return None
