@@ -468,3 +468,30 @@ def test_a_nan_at_large_scores_is_called_nan_not_inf():
     message = check(one_maximum_for_the_whole_tile).message
     assert "its output holds NaN with large scores (in row 0)" in message, message
     assert "largest difference inf" not in message
+
+
+def right_with_running_values_in_the_default_dtype(q, k, v, block):
+    rows = []
+    for qi in q:
+        m = torch.tensor(float("-inf"))  # <- float32 whatever q's dtype
+        total = torch.tensor(0.0)
+        acc = torch.zeros(v.shape[-1])
+        for s in range(0, k.shape[0], block):
+            scores = k[s : s + block] @ qi / math.sqrt(q.shape[-1])
+            new = torch.maximum(m, scores.max())
+            rescale, p = torch.exp(m - new), torch.exp(scores - new)
+            total.mul_(rescale).add_(p.sum())  # in place: total stays float32
+            acc.mul_(rescale).add_(p @ v[s : s + block])
+            m = new
+        rows.append(acc / total)
+    return torch.stack(rows)
+
+
+def test_the_float64_note_names_the_first_line_that_makes_the_default_dtype():
+    """The running maximum made by torch.tensor on an early line: the note names that line, not the
+    first float32 tensor the trace happens to record (a later one)."""
+    fn = right_with_running_values_in_the_default_dtype
+    result = check(fn)
+    assert result.ok, result.message
+    line = marked_lines(fn)[0]
+    assert f"The first tensor in another dtype is made on line {line}:" in result.message

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dis
 import inspect
+import re
 import textwrap
 import types
 from collections.abc import Callable
@@ -242,6 +243,30 @@ def _in_float64(args: dict) -> dict:
     return {name: double(a) for name, a in args.items()}
 
 
+_FACTORY = re.compile(  # torch.tensor only of a float (torch.tensor(0) is an int64 index)
+    r"\btorch\.(zeros|ones|empty|full|rand|randn)\(|\btorch\.tensor\([^)]*(\d\.|\.\d|float|inf)"
+)
+
+
+def _default_dtype_factory(fn: Callable, before: int | None) -> tuple[int, str] | None:
+    """(line, code) of the first line of fn, before line `before` (or anywhere without one), that
+    calls torch.zeros, ones, empty, full, rand, randn, or torch.tensor of a float, without
+    dtype=: such a tensor
+    is float32 whatever the inputs' dtype, and the trace may not see it (a 0-dim running maximum,
+    say) before the first float32 tensor it records. None if there is no such line."""
+    try:
+        lines, start = inspect.getsourcelines(inspect.unwrap(fn))
+    except (OSError, TypeError):
+        return None
+    for offset, line in enumerate(lines):
+        number, code = start + offset, line.split("#", 1)[0]
+        if before is not None and number >= before:
+            return None
+        if _FACTORY.search(code) and "dtype" not in code:
+            return number, line.strip()
+    return None
+
+
 def _float64_note(fn: Callable, args: dict, when: str = "") -> str:
     """For code right on the check's float32 inputs: a note when the same call in float64 raises
     or returns another dtype (a tensor made in float32 where the inputs' dtype would do), else ''.
@@ -253,11 +278,15 @@ def _float64_note(fn: Callable, args: dict, when: str = "") -> str:
          and r.where),
         None,
     )  # fmt: skip
+    factory = _default_dtype_factory(fn, made.lineno if made else None)
     where = (
-        f" The first tensor in another dtype is made on {made.where} ({made.dtype})."
+        f" The first tensor in another dtype is made on line {factory[0]}: `{factory[1]}`, which "
+        "makes torch's default dtype."
+        if factory
+        else f" The first tensor in another dtype is made on {made.where} ({made.dtype})."
         if made
         else ""
-    )
+    )  # fmt: skip
     ask = (
         " torch.zeros, torch.empty, torch.full and torch.tensor of floats make torch's default "
         "dtype (float32) unless given dtype=: dtype=x.dtype, or torch.zeros_like, keeps the "

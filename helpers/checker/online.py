@@ -521,9 +521,10 @@ def _right(
     )
     message = (
         f"✓ Correct: equal to softmax(q·kᵀ/√d_k)·v within atol {ATOL:.0e}, {_two_sizes(NAME)}, "
-        f"and at the first with q × {LARGE:g} (scores from −170 to 173); and, at the first "
-        f"sizes, no float tensor your function made holds as many numbers as the T_q × T_k = "
-        f"{t_q} × {t_k} map{held}, nor is computed over all {t_k} keys at once."
+        f"and at the first with q × {LARGE:g} and its first query negated (scores from −170 to "
+        f"173); and, at the first sizes, no float tensor your function made holds as many "
+        f"numbers as the T_q × T_k = {t_q} × {t_k} map{held}, nor is computed over all {t_k} "
+        "keys at once."
     )
     dtype = _float64_note(fn, args)
     return _verdict(True, f"{message}\n  {dtype}" if dtype else message, echo)
