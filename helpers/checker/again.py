@@ -251,9 +251,9 @@ _FACTORY = re.compile(  # torch.tensor only of a float (torch.tensor(0) is an in
 def _default_dtype_factory(fn: Callable, before: int | None) -> tuple[int, str] | None:
     """(line, code) of the first line of fn, before line `before` (or anywhere without one), that
     calls torch.zeros, ones, empty, full, rand, randn, or torch.tensor of a float, without
-    dtype=: such a tensor
-    is float32 whatever the inputs' dtype, and the trace may not see it (a 0-dim running maximum,
-    say) before the first float32 tensor it records. None if there is no such line."""
+    dtype=: such a tensor is float32 whatever the inputs' dtype, and the trace may not see it (a
+    0-dim running maximum, say) before the first float32 tensor it records. None if there is no
+    such line."""
     try:
         lines, start = inspect.getsourcelines(inspect.unwrap(fn))
     except (OSError, TypeError):
