@@ -73,8 +73,8 @@ def test_what_a_learner_reads_for_a_pair_in_the_loop():
         "something.\n"
         "  2. w_o_missing: the output is the concatenation of the heads: W^O is never applied.\n"
         f"     Where: line {second}: `return torch.cat(heads, dim=-1)  # <-2`\n"
-        "     Hint: look at what your heads' output meets once they are side by side: one of the "
-        "four matrices is never used."
+        "     Hint: look at what happens to your heads' outputs once they are side by side: one "
+        "of the four matrices is never used."
     )
 
 

@@ -58,8 +58,8 @@ MISTAKES: dict[str, tuple[str, str]] = {
     ),
     "w_o_missing": (
         "the output is the concatenation of the heads: W^O is never applied",
-        "look at what your heads' output meets once they are side by side: one of the four "
-        "matrices is never used.",
+        "look at what happens to your heads' outputs once they are side by side: one of the "
+        "four matrices is never used.",
     ),
     "weights_transposed": (
         "w_q, w_k and w_v are used the wrong way round (x @ w): the input's features meet "
