@@ -163,4 +163,5 @@ def test_a_scale_applied_in_numpy_is_not_called_missing():
     message = check_exercise(scaled_in_numpy, "one_head", echo=False).message
     for false in ("no_scaling", "scaled_after_softmax", "are not scaled"):
         assert false not in message, message
-    says(message, "what the line does with numpy after it, the check cannot see")
+    says(message, "this line goes through numpy, which the check cannot follow; it compares what "
+         "`matmul` returns on this line")

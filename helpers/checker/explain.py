@@ -518,9 +518,9 @@ def _explain(
         alias = _equals_other_stage(record, target, first) if record else ""
         detail = f"{detail}; {alias}" if detail and alias else detail or alias
         if detail and record is not None and ".numpy(" in record.code:  # the torch part only
-            detail = (
-                f"the tensor the check sees on this line is the one before `.numpy()`: {detail}; "
-                "what the line does with numpy after it, the check cannot see"
+            detail = (  # the op may come before the numpy part or after it (from_numpy(...).view)
+                "this line goes through numpy, which the check cannot follow; it compares what "
+                f"`{_op(record)}` returns on this line: {detail}"
             )
         if detail and first.given:  # compared with the steps that follow from the learner's own
             own = " and ".join("{" + name + "}" for name in first.given)  # earlier tensor

@@ -20,6 +20,7 @@ Imports the checker's run, again, compare and sizes modules; torch only.
 
 from __future__ import annotations
 
+import ast
 import linecache
 from collections.abc import Callable
 
@@ -218,7 +219,7 @@ def _named(name: str, fn: Callable, trace: Trace, right: list[dict], wrong: list
     return f"{head}\n  Where: {where}\n  Hint: {hint}"
 
 
-def _followed(trace: Trace, right: list[dict]) -> str:
+def _followed(trace: Trace, right: list[dict], fn: Callable | None = None) -> str:
     """Where the learner's running values stop equalling the reference's: the Where and Hint of
     a difference no known slip explains."""
     records = trace.records
@@ -286,6 +287,17 @@ def _followed(trace: Trace, right: list[dict]) -> str:
         )
     j, _, value, i = min(stops)
     record = records[i]
+    early = _return_in_loop(fn, trace, record.lineno) if record.caller is None else None
+    if early is not None:  # the function ended while its loop still had blocks to read
+        line, loop = early
+        return (
+            f"\n  Where: {_line_text(trace, line)} is inside the loop that starts on line {loop} "
+            "(indented under it), so your function returns while that loop is still running: "
+            f"the check finds the reference's {_VALUES[value]} after {_block(j, right[j])}, and "
+            f"none after {_block(j + 1, right[j + 1])}."
+            "\n  Hint: a `return` inside the loop ends the function there; the output can be "
+            "made only once every block has been read, after the loop (one indent to the left)."
+        )
     following = [r for r in records[i + 1 :] if r.lineno == record.lineno
                  and r.tensor.shape == record.tensor.shape]  # fmt: skip
     after = (
@@ -304,6 +316,34 @@ def _followed(trace: Trace, right: list[dict]) -> str:
 
 
 _SHORT = {"total": "running sum", "acc": "accumulator"}
+
+
+def _return_in_loop(fn: Callable | None, trace: Trace, line: int | None) -> tuple[int, int] | None:
+    """(the return's line, the loop's line) when the `return` that ended the call is a statement
+    of the loop's own body around `line` (not under an `if` in it): the loop's first pass that
+    gets there ends the function. None otherwise, or when the source cannot be read."""
+    code = getattr(fn, "__code__", None)
+    if code is None or line is None or not trace.returned_at:
+        return None
+    try:
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+    except (SyntaxError, ValueError):
+        return None
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For | ast.While)
+             and node.lineno < line <= (node.end_lineno or 0)]  # fmt: skip
+    if not loops:
+        return None
+    loop = max(loops, key=lambda node: node.lineno)  # the innermost
+    returned = trace.returned_at[0]
+    if any(isinstance(statement, ast.Return) and statement.lineno == returned
+           for statement in loop.body):  # fmt: skip
+        return returned, loop.lineno
+    return None
+
+
+def _line_text(trace: Trace, line: int) -> str:
+    found = _return_line(trace)
+    return found.where if found is not None and found.lineno == line else f"line {line}"
 
 
 def _listed(items: list[str]) -> str:
@@ -442,8 +482,8 @@ def check_tiled(fn: Callable, echo: bool = True) -> Diagnosis:
         f"{float(diff.max()):.3g}, at query {where[0]}, feature {where[1]}{scaled}), in a way "
         "that matches no known mistake."
     )
-    return _verdict(False, message + _followed(trace, right), echo, [Finding(None, "out", None)],
-                    note)  # fmt: skip
+    return _verdict(False, message + _followed(trace, right, fn), echo,
+                    [Finding(None, "out", None)], note)  # fmt: skip
 
 
 def _right(
