@@ -48,8 +48,9 @@ def returns_when_the_last_block_is_read(q, k, v, block):
 def test_a_return_inside_the_tiled_loop_is_named_on_its_own_line():
     message = check_exercise(returns_after_the_first_block, "tiled_attention", echo=False).message
     line = marked(returns_after_the_first_block)
-    says(message, f"Where: line {line}: `return out / norm", "is inside the loop that starts on "
-         f"line {line - 8}", "returns while that loop is still running", "after the loop")  # fmt: skip
+    loop = f"is inside the loop that starts on line {line - 8}"
+    says(message, f"Where: line {line}: `return out / norm", loop, "returns while that loop is "
+         "still running", "after the loop")  # fmt: skip
     assert "look at what this line computes at block 1" not in message, message
     # the wrong object: a return in the loop that is right (under an `if` at the last block)
     right = check_exercise(returns_when_the_last_block_is_read, "tiled_attention", echo=False)
