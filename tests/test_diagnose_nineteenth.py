@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from helpers.diagnose import check_exercise
+from helpers.diagnose import check_exercise, diagnose
 from tests.messages import marked, says
 
 
@@ -73,3 +73,121 @@ def test_a_line_through_numpy_names_the_op_whose_result_is_compared():
     says(message, f"Where: line {marked(fn)}:", "this line goes through numpy, which the check "
          "cannot follow; it compares what `view` returns on this line")  # fmt: skip
     assert "before `.numpy()`" not in message, message
+
+
+def one_head_with_v_divided(x, w_q, w_k, w_v):
+    q, k = x @ w_q.T, x @ w_k.T
+    v = (x @ w_v.T) / math.sqrt(q.shape[-1])  # <-
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+
+
+def heads_with_v_divided(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for wq, wk, wv in zip(w_q, w_k, w_v, strict=True):
+        q, k = x @ wq.T, x @ wk.T
+        v = x @ wv.T / math.sqrt(wq.shape[0])  # <-
+        heads.append(torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def fused_with_v_divided(x, w_q, w_k, w_v, w_o, num_heads):
+    b, t, d = x.shape
+    d_k = d // num_heads
+    q, k, v = ((x @ w.T).view(b, t, num_heads, d_k).transpose(1, 2) for w in (w_q, w_k, w_v))
+    v = v / math.sqrt(d_k)  # <-
+    out = torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+    return out.transpose(1, 2).reshape(b, t, d) @ w_o.T
+
+
+def one_head_scaled_after_the_softmax(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) / math.sqrt(q.shape[-1]) @ v  # <-
+
+
+def test_v_divided_by_the_root_of_d_k_is_named_on_v_s_line():
+    """weights·(v/√d_k) equals (weights/√d_k)·v: the output is scaled_after_softmax's, but the
+    division is on the line that makes v, in 01, 03 and 06 alike; the wrong object, a division
+    after the softmax, keeps the catalogue's words and its own line."""
+    for fn, run in (
+        (one_head_with_v_divided, lambda f: check_exercise(f, "one_head", echo=False)),
+        (heads_with_v_divided, lambda f: diagnose(f, per_head=True, echo=False)),
+        (fused_with_v_divided, lambda f: diagnose(f, mask=False, echo=False)),
+    ):
+        message = run(fn).message
+        says(message, "√d_k divides the values v, not the scores", f"Where: line {marked(fn)}:",
+             "the division by √d_k belongs to the scores, before the softmax")  # fmt: skip
+        assert "It is used in that role" not in message, message
+    fn = one_head_scaled_after_the_softmax
+    message = check_exercise(fn, "one_head", echo=False).message
+    says(message, "scaled_after_softmax", f"Where: line {marked(fn)}:")
+    assert "divides the values v" not in message, message
+
+
+def scores_of_the_queries_with_themselves(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for wq, wk, wv in zip(w_q, w_k, w_v, strict=True):
+        q = x @ wq.T
+        k = x @ wk.T
+        v = x @ wv.T
+        scores = q @ q.transpose(-2, -1) / math.sqrt(k.shape[-1])  # <-
+        heads.append(scores.softmax(-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def keys_made_with_w_q(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for wq, _, wv in zip(w_q, w_k, w_v, strict=True):
+        q = x @ wq.T
+        k = x @ wq.T  # <-
+        v = x @ wv.T
+        scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
+        heads.append(scores.softmax(-1) @ v)
+    return torch.cat(heads, dim=-1) @ w_o.T
+
+
+def test_keys_made_right_then_q_times_q_is_not_called_keys_made_with_w_q():
+    """q·qᵀ gives the output of keys made with w_q; when the learner's k is right, the message
+    names the scores' line, says k is right, and sends to the scores, not to the line making k.
+    The wrong object: k really made with w_q keeps the catalogue's words, on k's line."""
+    fn = scores_of_the_queries_with_themselves
+    message = diagnose(fn, per_head=True, echo=False).message
+    k_line = marked(fn) - 2
+    says(message, "the queries stand where the keys go (q·qᵀ)", f"Where: line {marked(fn)}:",
+         f"your k, made on line {k_line}, is right", "this line should use your k")  # fmt: skip
+    assert "look at the line that makes k" not in message, message
+    fn = keys_made_with_w_q
+    message = diagnose(fn, per_head=True, echo=False).message
+    says(message, "the keys are made with w_q, not w_k", f"line {marked(fn)}:")
+    assert "stand where the keys go" not in message, message
+
+
+def fused_cut_into_d_k_by_tokens(x, w_q, w_k, w_v, w_o, num_heads):
+    b, t, d = x.shape
+    d_k = d // num_heads
+
+    def heads_of(y):
+        return y.view(b, t, d_k, num_heads).transpose(1, 3)  # <-
+
+    q, k, v = heads_of(x @ w_q.T), heads_of(x @ w_k.T), heads_of(x @ w_v.T)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(b, t, d) @ w_o.T
+
+
+def fused_in_the_layout_before_the_transpose(x, w_q, w_k, w_v, w_o, num_heads):
+    """Right: q, k, v kept as (B, T, h, d_k), the heads' dim carried by einsum."""
+    b, t, d = x.shape
+    q, k, v = ((x @ w.T).view(b, t, num_heads, -1) for w in (w_q, w_k, w_v))
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // num_heads)
+    out = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
+    return out.reshape(b, t, d) @ w_o.T
+
+
+def test_a_cut_into_b_h_d_k_t_is_named_in_the_helper_that_cuts_not_where_k_is_transposed():
+    """The helper's view(B, T, d_k, h).transpose(1, 3) gives (B, h, d_k, T); the scores' line,
+    whose k.transpose(-2, -1) happens to make a (B, h, T, d_k) tensor, cut nothing."""
+    fn = fused_cut_into_d_k_by_tokens
+    message = diagnose(fn, mask=False, echo=False).message
+    says(message, f"Where: line {marked(fn)}:", "your cut gives them shape (2, 3, 4, 5) on this "
+         "line, where the reference's are (B, h, T, d_k) = (2, 3, 5, 4)")  # fmt: skip
+    right = diagnose(fused_in_the_layout_before_the_transpose, mask=False, echo=False)
+    assert right.ok, right.message

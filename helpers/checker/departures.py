@@ -159,6 +159,23 @@ def _swap_here(run: _Run, count: int) -> bool:
     return out is not None and bool(run.records) and _same(run.records[-1].tensor, out)
 
 
+# ops that only rearrange their input's numbers: a cut into heads is made of them
+_REARRANGING = ("view", "reshape", "unflatten", "transpose", "permute", "contiguous", "swapaxes",
+                "swapdims", "movedim", "split", "chunk", "unbind", "tensor_split")  # fmt: skip
+
+
+def _rearranged(records: list[Record], at: int) -> list[Record]:
+    """The records made from records[at] through rearranging ops alone, in order (a view, then a
+    transpose: the learner's cut of that tensor)."""
+    chain, found = {at}, []
+    for i in range(at + 1, len(records)):
+        r = records[i]
+        if r.op.strip("_") in _REARRANGING and any(p in chain for p in r.parents):
+            chain.add(i)
+            found.append(r)
+    return found
+
+
 def _cut_into(run: _Run, record: Record | None, count: int) -> bool:
     """Whether record holds q, k or v cut into `count` heads as the reference would cut them."""
     if record is None:
@@ -226,8 +243,32 @@ def _heads_hint(
         # cut, if there is one, is the first (B, ·, T, ·) tensor made after it, on another line
         # (a helper function's view)
         after = next((i for i, r in enumerate(run.records) if r is record), len(run.records))
-        later = [r for r in run.records[after + 1 :] if r.tensor.dim() == 4
-                 and (r.tensor.shape[0], r.tensor.shape[2]) == b_t]  # fmt: skip
+        chain = _rearranged(run.records, after)  # what the learner's own cut makes of it
+
+        def is_cut(r: Record) -> bool:
+            t = r.tensor
+            return (
+                t.dim() == 4
+                and (t.shape[0], t.shape[2]) == b_t
+                and t.shape[1] * t.shape[3] == heads * d_k
+            )
+
+        def before_transpose(r: Record) -> bool:  # (B, T, h, d_k): einsum reads it as it is
+            return tuple(r.tensor.shape) == (b_t[0], b_t[1], heads, d_k)
+
+        if chain and not any(is_cut(r) or before_transpose(r) for r in chain):  # (B, h, d_k, T):
+            last = chain[-1]  # say the shape it ends in, name no count of heads
+            return dataclasses.replace(
+                finding, mistake=None, stage="q_heads", record=last,
+                detail=f"your cut gives them shape {tuple(last.tensor.shape)} on this line, "
+                f"where the reference's are (B, h, T, d_k) = {tuple(cut.shape)}",
+                hint="look at how this line cuts q, k and v into heads: which dims does it "
+                "split, in which order, and what does each head get?",
+            )  # fmt: skip
+        later = [r for r in chain if is_cut(r)] or [
+            r for r in run.records[after + 1 :]
+            if r.tensor.dim() == 4 and (r.tensor.shape[0], r.tensor.shape[2]) == b_t
+        ]  # fmt: skip
         if later and later[0].tensor.shape[1] * later[0].tensor.shape[3] == heads * d_k:
             record, shape = later[0], tuple(later[0].tensor.shape)
             finding, code = dataclasses.replace(finding, record=record), record.code

@@ -152,6 +152,13 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
         cut = [r for r in records[:-1] if r.family == family and _op(r) in _CUTS]
         if cut:
             return "out", cut[0]
+    if name in _MADE_LATE:  # √d_k on v: weights·(v/√d_k) is (weights/√d_k)·v, made on v's line
+        used = {parent for r in records for parent in r.parents}
+        for stage in ("v_heads", "v"):
+            divided = [r for i, r in enumerate(records)
+                       if i in used and _divided_by_root_d_k(r.tensor, stage, before)]  # fmt: skip
+            if divided:
+                return stage, divided[0]
     if name in _MADE_LATE and home in changed:  # made at its home or after, not before
         changed = changed[changed.index(home) :] + changed[: changed.index(home)]
     for skip_copies in (True, False):
@@ -163,6 +170,58 @@ def _where_named(name: str, before: dict, after: dict, found: _Found, records: l
                     return stage, made  # the line that made blocks
                 return stage, records[own[stage]]
     return (changed[0] if changed else "out"), None
+
+
+def _divided_by_root_d_k(mine: torch.Tensor, stage: str, before: dict) -> bool:
+    """Whether the learner's tensor is the reference's stage divided by √d_k, in some layout."""
+    if stage not in before:
+        return False
+    d_k = before["q_heads" if "q_heads" in before else "q"].shape[-1]
+    forms = [f for f in _forms(before[stage], KINDS[stage]) if f.shape == mine.shape]
+    return any(
+        (c := _ratio(mine, form)) is not None and abs(c * d_k**0.5 - 1) < 1e-3 for form in forms
+    )
+
+
+_V_DIVIDED = (
+    "√d_k divides the values v, not the scores: the output is the same as dividing the weights "
+    "after the softmax, and the scores before it stay unscaled"
+)
+
+
+# a tensor made from the wrong weight, as the output shows it: (the stage made, the tensor used in
+# its place, what the right product is)
+_IN_ITS_PLACE = {
+    "keys_from_w_q": ("k", "q", "q·kᵀ", "the queries stand where the keys go (q·qᵀ)"),
+    "values_from_w_k": ("v", "k", "the weights times v", "the keys stand where the values go"),
+}
+
+
+def _made_right_elsewhere(
+    name: str, stage: str, record: Record | None, run: _Run, reference: dict
+) -> Record | None:
+    """For keys_from_w_q (values_from_w_k) named on a later line than the one that makes k (v):
+    the learner's record before it that makes k (v) right (`reference`: the stages before the
+    mistake), if there is one: the slip is then in how the later line uses it, not in the weight
+    k is made with."""
+    if name not in _IN_ITS_PLACE or record is None:
+        return None
+    made = _IN_ITS_PLACE[name][0]
+    if stage.removesuffix("_heads") == made:
+        return None
+    names = [n for n in (f"{made}_heads", made) if n in reference]
+    before = next((i for i, r in enumerate(run.records) if r is record), len(run.records))
+    return next((r for r in run.records[:before] if r.lineno is not None and any(
+        _same_in_some_form(r.tensor, n, reference[n]) for n in names)), None)  # fmt: skip
+
+
+def _used_in_its_place(name: str, made_right: Record) -> tuple[str, str]:
+    made, used, product, words = _IN_ITS_PLACE[name]
+    headline = (
+        f"{words}: the same as {made} made with w_{used}, though your {made}, made on "
+        f"line {made_right.lineno}, is right"
+    )
+    return headline, f"this line should use your {made}, not {used}: {product}."
 
 
 def _made_swapped(runs: list[_Run], kept: list) -> bool:
@@ -421,11 +480,27 @@ def _explain(
                     "reference's keys and your k its queries, so your q·kᵀ is the reference's "
                     "k·qᵀ."
                 )
+            made_right = _made_right_elsewhere(name, stage, record, runs[0], stages_at[-1][0])
+            if made_right is not None:  # k = x·W^Kᵀ right, then q·qᵀ: not "k made with w_q"
+                headline, hint = _used_in_its_place(name, made_right)
             upstream = _unseen_lines(name, stage, record, runs)
             finding = Finding(name, stage, record, position=position, hint=hint, only=only)
-            if name in _MADE_LATE and record is not None and stage not in ("scores", HOME[name]):
+            if made_right is not None:
+                finding = dataclasses.replace(finding, headline=headline)
+            if name in _MADE_LATE and record is not None and stage.removesuffix("_heads") == "v":
+                finding = dataclasses.replace(
+                    finding,
+                    headline=_V_DIVIDED,
+                    hint="the division by √d_k belongs to the scores, before the softmax: "
+                    "this line makes v as x·W^Vᵀ, and nothing more.",
+                )
+            elif name in _MADE_LATE and record is not None and stage not in ("scores", HOME[name]):
                 finding = dataclasses.replace(finding, headline=_LATE_WORDS[name])
-            if record is not None and stage.removesuffix("_heads") in ("q", "k", "v"):
+            if (
+                record is not None
+                and stage.removesuffix("_heads") in ("q", "k", "v")
+                and finding.headline != _V_DIVIDED  # made wrong on its line, not used wrong
+            ):
                 used_at = next(filter(None, (_first_use(record, stage, run) for run in runs)), "")
                 finding = dataclasses.replace(finding, used_at=used_at)  # k, v made, then swapped
             findings.append(dataclasses.replace(finding, right=right, upstream=upstream))
