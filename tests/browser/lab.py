@@ -18,6 +18,7 @@ from course.browser import (  # noqa: F401 - the tests import them from here
     menu,
     open_and_run_all,
     panel,
+    show,
     shut_down_kernels,
     static_server,
 )

@@ -15,7 +15,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from tests.browser.lab import ROOT, jupyter_lab, leave
+from tests.browser.lab import ROOT, jupyter_lab, show
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 LINKS = ".jp-Notebook a[href]:not(.jp-InternalAnchorLink)"
@@ -30,8 +30,7 @@ def student_copy(tmp: Path) -> Path:
 
 def clicked_links(page, base: str, token: str, notebook: str) -> list[tuple[str, str]]:
     """(link text, what went wrong) for each link to this server in the notebook; [] if none."""
-    leave(page, base, token)
-    page.goto(f"{base}/lab/tree/{notebook}?reset&token={token}")
+    show(page, base, token, notebook)
     page.wait_for_selector(".jp-Notebook .jp-RenderedMarkdown", timeout=60_000)
     page.wait_for_timeout(1500)  # every markdown cell rendered and its links resolved
     for button in page.locator(".jp-toast-button:text-is('No')").all():  # the news pop-up
