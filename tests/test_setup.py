@@ -51,7 +51,22 @@ def test_requirements_pin_every_course_package_exactly():
 
 
 def test_constraints_pin_the_same_torch():
-    assert pins("constraints.txt") == {"torch": pins("requirements.txt")["torch"]}
+    assert pins("constraints.txt") == {"torch": pins("requirements.txt")["torch"], **SPEED_PINS}
+
+
+# a dependency's version held back because the newer one is slower to start (constraints.txt)
+SPEED_PINS = {"jsonschema": "4.23.0"}
+
+
+def test_reading_a_notebook_builds_no_iri_parser():
+    """What the jsonschema pin is for: nbformat (so JupyterLab, nbval, the student copy) imports
+    jsonschema's format checkers, and from 4.24 on these build rfc3987-syntax's parser at import."""
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys, nbformat; print('rfc3987_syntax' in sys.modules)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert run.stdout.strip() == "False"
+    assert importlib.metadata.version("jsonschema") == SPEED_PINS["jsonschema"]
 
 
 def test_environment_yml_installs_requirements_txt_on_python_311():
