@@ -163,5 +163,8 @@ def test_a_scale_applied_in_numpy_is_not_called_missing():
     message = check_exercise(scaled_in_numpy, "one_head", echo=False).message
     for false in ("no_scaling", "scaled_after_softmax", "are not scaled"):
         assert false not in message, message
-    says(message, "this line goes through numpy, which the check cannot follow; it compares what "
-         "`matmul` returns on this line")
+    says(
+        message,
+        "this line goes through numpy, which the check cannot follow; it compares what "
+        "`matmul` returns on this line",
+    )
