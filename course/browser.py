@@ -185,7 +185,10 @@ def show(page, base: str, token: str, notebook: str) -> None:
         return
     page.evaluate(_CLOSE_ALL)
     shut_down_kernels(base, token)
-    page.evaluate("path => window.jupyterapp.commands.execute('docmanager:open', {path})", notebook)
+    # not awaited: the command's promise waits for more than the tab (the kernel's session; with
+    # no kernel, seconds more on a busy machine), and the callers wait for what they need
+    page.evaluate("path => { window.jupyterapp.commands.execute('docmanager:open', {path}); }",
+                  notebook)  # fmt: skip
     name = notebook.rsplit("/", 1)[-1]
     current = ".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current"
     page.locator(f"{current}:has-text('{name}')").wait_for()
