@@ -191,3 +191,28 @@ def test_a_cut_into_b_h_d_k_t_is_named_in_the_helper_that_cuts_not_where_k_is_tr
          "line, where the reference's are (B, h, T, d_k) = (2, 3, 5, 4)")  # fmt: skip
     right = diagnose(fused_in_the_layout_before_the_transpose, mask=False, echo=False)
     assert right.ok, right.message
+
+
+def running_maximum_from_zero(q, k, v, block):
+    t_q, d_k = q.shape
+    best = torch.zeros(t_q, 1)  # <-
+    norm, out = torch.zeros(t_q, 1), torch.zeros(t_q, v.shape[-1])
+    for first in range(0, k.shape[0], block):
+        scores = q @ k[first : first + block].T / math.sqrt(d_k)
+        new = torch.maximum(best, scores.amax(-1, keepdim=True))
+        weights = torch.exp(scores - new)
+        shrink = torch.exp(best - new)
+        norm = norm * shrink + weights.sum(-1, keepdim=True)
+        out = out * shrink + weights @ v[first : first + block]
+        best = new
+    return out / norm
+
+
+def test_a_running_maximum_from_zero_is_refused_where_a_row_s_scores_are_all_low():
+    """Exact in arithmetic, and right at the check's sizes and at ±170 (every row has a score
+    above 0 there): it was accepted. A row whose scores all lie below −103 underflows to 0 / 0."""
+    message = check_exercise(running_maximum_from_zero, "tiled_attention", echo=False).message
+    says(message, "✗ Right at the check's three sets of sizes and with large scores, but not",
+         "whose scores all lie between −227 and −142", "holds NaN", "starting from −∞")  # fmt: skip
+    right = check_exercise(returns_when_the_last_block_is_read, "tiled_attention", echo=False)
+    says(right.message, "and with one query's scores all between −227 and −142")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import linecache
+import math
 from collections.abc import Callable
 
 import torch
@@ -52,11 +53,14 @@ __all__ = ["ONLINE_MISTAKES", "check_tiled", "online_steps", "tiled_args"]
 from helpers.checker.online_steps import (
     _VALUES,
     LARGE,
+    LOW,
     NAME,
     ONLINE_MISTAKES,
+    SHIFT,
     large_args,
     online_steps,
     tiled_args,
+    underflow_args,
 )
 
 
@@ -318,6 +322,12 @@ def _followed(trace: Trace, right: list[dict], fn: Callable | None = None) -> st
 _SHORT = {"total": "running sum", "acc": "accumulator"}
 
 
+def _row_scores(args: dict, i: int) -> str:
+    """'−227 and −142': the least and the largest of query i's scores q·kᵀ/√d_k, rounded."""
+    s = args["q"][i].double() @ args["k"].double().T / math.sqrt(args["q"].shape[-1])
+    return f"{float(s.min()):.0f} and {float(s.max()):.0f}".replace("-", "−")
+
+
 def _return_in_loop(fn: Callable | None, trace: Trace, line: int | None) -> tuple[int, int] | None:
     """(the return's line, the loop's line) when the `return` that ended the call is a statement
     of the loop's own body around `line` (not under an `if` in it): the loop's first pass that
@@ -553,6 +563,21 @@ def _right(
             "from the scores before exp: does each query's row get its own running maximum?"
         )
         return _verdict(False, message, echo, note=note)
+    low = underflow_args()
+    problem = _second_problem(fn, low, online_steps(**low)[1].float(), " with one row's scores low")
+    row = _row_scores(low, 1)
+    if problem:
+        message = (
+            "✗ Right at the check's three sets of sizes and with large scores, but not at the "
+            f"first sizes with every key + {SHIFT:g} in each feature and query 1 = "
+            f"{f'{LOW:g}'.replace('-', '−')} in "
+            f"each, whose scores all lie between {row}: {problem} In float32, exp underflows to "
+            "0 below about −103, so a row's exponentials exp(s − m) all become 0 when m stays "
+            "far above every score of the row.\n  Hint: look at what your running maximum "
+            "starts from and how it grows: each row's should be the largest score that row has "
+            "seen so far (starting from −∞), so that its largest exponential is exactly 1."
+        )
+        return _verdict(False, message, echo, note=note)
     largest = _largest(trace)
     held = (
         f" (its largest: shape {tuple(largest.tensor.shape)}, line {largest.lineno})"
@@ -562,7 +587,8 @@ def _right(
     message = (
         f"✓ Correct: equal to softmax(q·kᵀ/√d_k)·v within atol {ATOL:.0e}, {_two_sizes(NAME)}, "
         f"and at the first with q × {LARGE:g} and its first query negated (scores from −170 to "
-        f"173); and, at the first sizes, no float tensor your function made holds as many "
+        f"173), and with one query's scores all between {row}; and, at the first sizes, no "
+        "float tensor your function made holds as many "
         f"numbers as the T_q × T_k = {t_q} × {t_k} map{held}, nor is computed over all {t_k} "
         "keys at once."
     )

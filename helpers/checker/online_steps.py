@@ -128,6 +128,21 @@ def large_args() -> dict:
     return {**args, "q": q}
 
 
+SHIFT, LOW = 4.0, -20.0  # every key + SHIFT in each feature, query 1 = LOW in each: see below
+
+
+def underflow_args() -> dict:
+    """The first inputs with every key shifted by SHIFT in each feature and query 1 set to LOW in
+    each: that query's scores all lie far below 0 (−227 to −142), the others' between 8 and 18.
+    Each row's own running maximum keeps its largest exponential exactly 1; a maximum that stays
+    far above every score of a row (one that starts at 0, not −∞) leaves all of that row's
+    exponentials below exp(−103), which is 0 in float32, and its output 0 / 0."""
+    args = tiled_args()
+    q = args["q"].clone()
+    q[1] = LOW
+    return {**args, "q": q, "k": args["k"] + SHIFT}
+
+
 def online_steps(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int, mistakes=()
 ) -> tuple[list[dict], torch.Tensor]:
