@@ -216,3 +216,26 @@ def test_a_running_maximum_from_zero_is_refused_where_a_row_s_scores_are_all_low
          "whose scores all lie between −227 and −142", "holds NaN", "starting from −∞")  # fmt: skip
     right = check_exercise(returns_when_the_last_block_is_read, "tiled_attention", echo=False)
     says(right.message, "and with one query's scores all between −227 and −142")
+
+
+def split_with_d_k_from_a_four(t, num_heads):
+    b, t_len, d_model = t.shape
+    size = d_model // 4  # <-
+    return t.reshape(b, t_len, -1, size).transpose(1, 2)
+
+
+def split_into_four_on_the_cut_line(t, num_heads):
+    b, t_len, d_model = t.shape
+    return t.view(b, t_len, 4, d_model // 4).transpose(1, 2)  # <-
+
+
+def test_a_number_of_heads_written_on_another_line_is_named_there():
+    """The cut reads its width from a line that writes 4: the hint names that line, not "this
+    line"; the wrong object, 4 written on the cut's own line, keeps "on this line"."""
+    fn = split_with_d_k_from_a_four
+    message = check_exercise(fn, "split_heads", echo=False).message
+    says(message, "num_heads_4", f"look at the number 4 written on line {marked(fn)} (`size = "
+         "d_model // 4  # <-`): the code cuts 4 heads")  # fmt: skip
+    fn = split_into_four_on_the_cut_line
+    message = check_exercise(fn, "split_heads", echo=False).message
+    says(message, f"Where: line {marked(fn)}:", "look at the number 4 written on this line")

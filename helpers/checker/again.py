@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import dis
 import inspect
+import linecache
 import re
 import textwrap
 import types
@@ -92,13 +93,14 @@ _DIM_CALLS = {
 }  # fmt: skip
 
 
-def _written_numbers(fn: Callable) -> frozenset:
+def _written_numbers(fn: Callable) -> dict[float, tuple[tuple[int, str], ...]]:
     """The numbers written in fn's code (a dim given to transpose or softmax, and the 2 of 2 * n,
-    left out): what 'a number written in' may mean."""
+    left out): what 'a number written in' may mean; each with the lines it is written on
+    ((line, code), in order)."""
     code = getattr(fn, "__code__", None)
     if code is None:
-        return frozenset()
-    skip, found, todo = _not_sizes(fn), set(), [code]
+        return {}
+    skip, found, todo = _not_sizes(fn), {}, [code]
     while todo:
         current = todo.pop(0)
         for ins in dis.get_instructions(current):
@@ -106,10 +108,14 @@ def _written_numbers(fn: Callable) -> frozenset:
                 at = ins.positions
                 where = (at.lineno or 0, at.col_offset or 0) if at else (0, 0)
                 values = ins.argval if isinstance(ins.argval, tuple) else (ins.argval,)
-                found |= {v for v in values if isinstance(v, int | float)
-                          and not isinstance(v, bool) and where not in skip}  # fmt: skip
+                for v in values:
+                    if isinstance(v, int | float) and not isinstance(v, bool) and where not in skip:
+                        found.setdefault(v, set()).add(where[0])
         todo += [c for c in current.co_consts if isinstance(c, types.CodeType)]
-    return frozenset(found)
+    return {
+        v: tuple((n, linecache.getline(code.co_filename, n).strip()) for n in sorted(lines) if n)
+        for v, lines in found.items()
+    }
 
 
 def _swap_check(fn: Callable, second: dict, reference: Callable[[dict], torch.Tensor]):

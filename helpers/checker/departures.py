@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 
 import torch
 
@@ -195,7 +196,7 @@ def _heads_hint(
     finding: Finding,
     run: _Run,
     outside: Iterable[str],
-    written: frozenset = frozenset(),
+    written: Mapping = MappingProxyType({}),
     swapped: Callable[[], bool] | None = None,
 ) -> Finding:
     """A wrong number of heads, with a hint for how the line got it: Tensor.split(n), which cuts
@@ -314,8 +315,13 @@ def _heads_hint(
             "or a size read from outside the function (see the note)."
         )
     elif int(count) in written:
+        lines = [(n, text) for n, text in written[int(count)] if text]
+        line = finding.record.lineno if finding.record else None
+        here = "on this line" if not lines or any(n == line for n, _ in lines) else (
+            " and ".join(f"on line {n} (`{text}`)" for n, text in lines)
+        )  # fmt: skip
         hint = (
-            f"look at the number of heads on this line: the code cuts {count} "
+            f"look at the number {count} written {here}: the code cuts {count} "
             f"head{'' if count == '1' else 's'}, whatever "
             "num_heads says. Take the number of heads (and d_k) from the num_heads argument, not "
             "a number written in."

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 
 import torch
 
@@ -392,7 +393,7 @@ def _explain(
     runs: list[_Run],
     candidates: Iterable[str],
     outside: Iterable[str] = (),
-    written: frozenset = frozenset(),
+    written: Mapping = MappingProxyType({}),
     swapped: Callable[[], bool] | None = None,
 ) -> list[Finding]:
     """Every departure of the learner's records from the reference, in the order the code makes

@@ -489,7 +489,7 @@ def _safe_explain(
     written numbers to a number of heads; `swapped()`: whether it cuts d_model / num_heads heads
     at the second sizes too (see _heads_hint)."""
     outside = [name for name, _ in _globals_read(fn)] if fn is not None else []
-    written = _written_numbers(fn) if fn is not None else frozenset()
+    written = _written_numbers(fn) if fn is not None else {}
     try:
         made = [_Run(records, stages_of) for records, stages_of in runs]
         findings = _explain(made, candidates, outside, written, swapped)
