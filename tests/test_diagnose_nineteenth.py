@@ -1,8 +1,7 @@
-"""helpers.diagnose after the nineteenth trial's judges (120 attempts, 5 false messages): a
-`return` indented into the tiled loop is named on its own line, not a right line "at block 1"
-that never ran; a line that goes through numpy says which op's result the check compares (it was
-said to be the tensor before `.numpy()`, false when the op comes after it); ... Each learner
-function is written by hand with one slip, the line the message must name marked `# <-`."""
+"""helpers.diagnose after the nineteenth and twentieth trials' judges (120 attempts each; 5 false
+messages each, and a wrong answer given a ✓): each false message's slip written again by hand, with
+the line the message must name marked `# <-`, and, where a fix could go too far, the wrong object
+beside it (right code, or the slip the old words were for)."""
 
 import math
 
@@ -239,3 +238,117 @@ def test_a_number_of_heads_written_on_another_line_is_named_there():
     fn = split_into_four_on_the_cut_line
     message = check_exercise(fn, "split_heads", echo=False).message
     says(message, f"Where: line {marked(fn)}:", "look at the number 4 written on this line")
+
+
+# --- the twentieth trial (120 attempts): its five false messages --------------------------------
+
+
+def exp_called_and_dropped(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores.exp()  # <-
+    return scores / scores.sum(dim=-1, keepdim=True) @ v
+
+
+def exp_kept(x, w_q, w_k, w_v):
+    q, k, v = x @ w_q.T, x @ w_k.T, x @ w_v.T
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).exp()
+    return scores / scores.sum(dim=-1, keepdim=True) @ v
+
+
+def test_a_method_whose_result_is_dropped_is_named_as_dropped():
+    """`scores.exp()` alone on its line: its result was compared as the weights ("differ by
+    3.67"), though the weights the code goes on with are made without it."""
+    fn = exp_called_and_dropped
+    message = check_exercise(fn, "one_head", echo=False).message
+    says(message, "are made without what this line computes: `exp` returns a new tensor, and "
+         "nothing keeps it", f"Where: line {marked(fn)}:")  # fmt: skip
+    assert check_exercise(exp_kept, "one_head", echo=False).ok
+
+
+def one_sequence_at_a_time_max_without_keepdim(x, w_q, w_k, w_v):
+    rows = []
+    for b in range(x.shape[0]):
+        q, k, v = x[b] @ w_q.T, x[b] @ w_k.T, x[b] @ w_v.T
+        s = q @ k.T / math.sqrt(q.shape[-1])
+        e = torch.exp(s - s.max(dim=-1).values)
+        rows.append(e / e.sum(dim=-1, keepdim=True) @ v)
+    return torch.stack(rows)  # <-
+
+
+def test_a_loop_over_the_batch_is_not_taken_for_the_queries():
+    """No tensor of a per-sequence loop stands for a step the check follows: the returned stack
+    was compared as "your queries" (differ by 2.19). Now the output is, with its real difference."""
+    fn = one_sequence_at_a_time_max_without_keepdim
+    message = check_exercise(fn, "one_head", echo=False).message
+    says(message, "Your output (weights·v) differs from the reference's", f"line {marked(fn)}:")
+    assert "queries" not in message.splitlines()[0], message
+
+
+def fused_split_by_num_heads_in_a_helper(x, w_q, w_k, w_v, w_o, num_heads):
+    b, t, d = x.shape
+
+    def heads(y):
+        return torch.stack(y.split(num_heads, dim=-1), dim=1)  # <-
+
+    q, k, v = heads(x @ w_q.T), heads(x @ w_k.T), heads(x @ w_v.T)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // num_heads), dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(b, t, d) @ w_o.T
+
+
+def test_pieces_of_a_split_are_not_taken_for_the_cut():
+    """split(num_heads) then stack: the cut is (B, d_model / num_heads, T, num_heads), the known
+    swap; it was said to be the split's pieces' shape, (2, 5, 3)."""
+    fn = fused_split_by_num_heads_in_a_helper
+    message = diagnose(fn, mask=False, echo=False).message
+    says(message, "d_k and num_heads are swapped", f"Where: line {marked(fn)}:")
+    assert "your cut gives them shape" not in message, message
+
+
+def masked_in_place_on_a_copy(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    b, t, d = x.shape
+    q, k, v = ((x @ w.T).view(b, t, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // num_heads)
+    hidden = scores.clone()
+    if mask is not None:
+        hidden.masked_fill_(~mask.unsqueeze(1), float("-inf"))  # <-
+    out = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(1, 2).reshape(b, t, d) @ w_o.T
+
+
+def masked_without_assigning(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    b, t, d = x.shape
+    q, k, v = ((x @ w.T).view(b, t, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d // num_heads)
+    if mask is not None:
+        scores.masked_fill(~mask.unsqueeze(1), float("-inf"))  # <-
+    out = torch.softmax(scores, dim=-1) @ v
+    return out.transpose(1, 2).reshape(b, t, d) @ w_o.T
+
+
+def test_an_in_place_mask_on_a_tensor_nobody_reads_is_not_called_thrown_away():
+    """masked_fill_ masks its copy (it does not return a new tensor to throw away); the softmax
+    reads the other tensor. The wrong object, masked_fill not assigned, keeps its words."""
+    fn = masked_in_place_on_a_copy
+    message = diagnose(fn, echo=False).message
+    says(message, "mask_ignored", f"Where: line {marked(fn)}:", "masked_fill_ masks its tensor "
+         "in place", f"the softmax on line {marked(fn) + 1} reads another tensor")  # fmt: skip
+    assert "returns a new tensor" not in message, message
+    message = diagnose(masked_without_assigning, echo=False).message
+    says(message, "masked_fill returns a new tensor and leaves its input as it was")
+
+
+def keys_tiled_values_repeated_in_numpy(q, k, v):
+    b, h, t, d_k = q.shape
+    group = h // k.shape[1]
+    keys = torch.from_numpy(np.tile(k.numpy(), (1, group, 1, 1)))
+    values = torch.from_numpy(np.repeat(v.numpy(), group, axis=1))
+    return torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(d_k), dim=-1) @ values
+
+
+def test_a_difference_after_a_named_mistake_says_what_it_is_measured_against():
+    """Keys tiled, values repeated right, both in numpy (the check sees neither): kv_tiled is
+    named, and the output's further difference is measured against the reference with kv_tiled
+    made in it (k and v both), which the message now says."""
+    message = check_exercise(keys_tiled_values_repeated_in_numpy, "shared_kv", echo=False).message
+    says(message, "kv_tiled", "measured against the reference with kv_tiled made in it")

@@ -162,7 +162,8 @@ def _swap_here(run: _Run, count: int) -> bool:
 
 # ops that only rearrange their input's numbers: a cut into heads is made of them
 _REARRANGING = ("view", "reshape", "unflatten", "transpose", "permute", "contiguous", "swapaxes",
-                "swapdims", "movedim", "split", "chunk", "unbind", "tensor_split")  # fmt: skip
+                "swapdims", "movedim", "split", "chunk", "unbind", "tensor_split", "stack", "cat",
+                "concat", "concatenate")  # fmt: skip
 
 
 def _rearranged(records: list[Record], at: int) -> list[Record]:
@@ -257,7 +258,11 @@ def _heads_hint(
         def before_transpose(r: Record) -> bool:  # (B, T, h, d_k): einsum reads it as it is
             return tuple(r.tensor.shape) == (b_t[0], b_t[1], heads, d_k)
 
-        if chain and not any(is_cut(r) or before_transpose(r) for r in chain):  # (B, h, d_k, T):
+        if (
+            chain
+            and chain[-1].tensor.dim() == 4  # the pieces of a split are not yet the cut
+            and not any(is_cut(r) or before_transpose(r) for r in chain)
+        ):  # a cut into (B, h, d_k, T) or the like:
             last = chain[-1]  # say the shape it ends in, name no count of heads
             return dataclasses.replace(
                 finding, mistake=None, stage="q_heads", record=last,

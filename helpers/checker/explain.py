@@ -3,6 +3,7 @@ stages match, then on downstream (`_explain`); a departure no mistake explains i
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -107,6 +108,51 @@ def _partly(kept: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
     made = {n.removesuffix("_heads") for _, _, keep in kept for n, t in keep.items() if t is None}
     order = ("q", "k", "v")
     return tuple(n for n in order if n in made - held), tuple(n for n in order if n in held)
+
+
+def _returned(record: Record | None, run: _Run) -> bool:
+    """Whether `record` is the tensor the function returns (or a view of it)."""
+    return (
+        record is not None
+        and bool(run.records)
+        and record is not run.records[-1]
+        and record.family == run.records[-1].family
+    )
+
+
+_STAGE_WORDS = {"weights": "your weights", "scores": "your scores", "masked": "your masked "
+                "scores", "out": "your output", "heads": "your heads' outputs"}  # fmt: skip
+
+
+def _dropped_method(record: Record, run: _Run) -> str | None:
+    """The method's name when `record` is the result of a tensor method called alone on its line
+    (`scores.exp()`: not an in-place `exp_`, not `heads.append(h)`) that nothing reads and the
+    function does not return, else None."""
+    at = next((i for i, r in enumerate(run.records) if r is record), None)
+    if at is None or record.caller is not None or not record.code:
+        return None
+    if any(at in r.parents for r in run.records) or record.family == run.records[-1].family:
+        return None
+    try:
+        tree = ast.parse(record.code.strip())
+    except SyntaxError:
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.Expr):
+        return None
+    call = tree.body[0].value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+        return None
+    name = call.func.attr
+    return None if name.endswith("_") or name in ("append", "extend", "insert") else name
+
+
+def _softmax_after(record: Record, runs: list[_Run]) -> Record | None:
+    """The first softmax the learner's code takes after `record`, in the run that holds it."""
+    for run in runs:
+        at = next((i for i, r in enumerate(run.records) if r is record), None)
+        if at is not None:
+            return next((r for r in run.records[at + 1 :] if _op(r) == "softmax"), None)
+    return None
 
 
 def _unused_mask(runs: list[_Run]) -> Record | None:
@@ -457,6 +503,15 @@ def _explain(
                     "throws the result away, so the scores that go on from here are still "
                     "unmasked."
                 )
+                if unused.op == "masked_fill_":  # in place: the tensor it masks is never read
+                    after = _softmax_after(unused, runs)
+                    reads = (f"the softmax on line {after.lineno} reads another tensor"
+                             if after is not None and after.lineno else "what follows reads "
+                             "another tensor")  # fmt: skip
+                    hint = (
+                        "masked_fill_ masks its tensor in place, but nothing after this line "
+                        f"reads that tensor: {reads}, the scores without the mask."
+                    )
             stages_at.append([run.stages for run in runs])
             made.append(name)
             for run, (stages, found, keep) in zip(runs, kept):
@@ -558,7 +613,10 @@ def _explain(
         ):  # no masked scores of the learner's, but the weights it uses differ: say so there
             stage = target = "weights"
             followed = [(run, _weights_used(run)) for run in pending]
-        elif target != "out" and _made_after_the_weights(target, followed[0][1], first):
+        elif target != "out" and (
+            _made_after_the_weights(target, followed[0][1], first)
+            or (not first.found and _returned(followed[0][1], first))  # no step followed:
+        ):  # the output itself, not a tensor on its way to it
             stage = target = "out"  # no tensor of the learner's stands for that stage: say what
             followed = [  # differs where it shows, the output
                 (run, run.records[i] if (i := _role("out", run.stages, run.found, run.records))
@@ -601,6 +659,9 @@ def _explain(
         if detail and first.given:  # compared with the steps that follow from the learner's own
             own = " and ".join("{" + name + "}" for name in first.given)  # earlier tensor
             detail += f", measured from your own {own} on, not from the reference's"
+        elif detail and made:  # the stages here are the reference's with those mistakes made
+            names = " and ".join(made)
+            detail += f", measured against the reference with {names} made in it"
         hint = _right_until(first) if stage == "out" else ""
         if stage in ("q", "k", "v") and record is not None and _transposed_input(record, first):
             hint = "look at the line that makes it: which input and which weight does it use?"
@@ -655,6 +716,17 @@ def _explain(
             )
         if record is not None and "scaled_dot_product_attention" in record.op:
             headline, hint = _fused_call(record, target, first, hint)
+        method = _dropped_method(record, first) if record is not None else None
+        if method is not None:  # `scores.exp()` alone: its result kept by nothing
+            detail = ""
+            headline = (
+                f"{_STAGE_WORDS.get(target, 'your tensors')} are made without what this line "
+                f"computes: `{method}` returns a new tensor, and nothing keeps it."
+            )
+            hint = (
+                f"`.{method}()` leaves the tensor it is called on as it was: assign its result "
+                "(name = …) and use it on the lines after."
+            )
         shown = _merge_start(record, first) if target == "merged" and record else record
         shown = _made_at(first) if target == "out" and record is not None else shown
         stages_at.append([run.stages for run in runs])
