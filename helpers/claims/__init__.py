@@ -3,7 +3,7 @@
 Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
 raises AssertionError saying what came instead. One module per group of notebooks: `layers` (a
 layer's layout and counts, shared K/V), `trained_heads` (11, 12, 13), `scaling` (02, 07),
-`matrices` (05, 16, 17), `order` (positions), `induction` (18), `tiles` (19); `base` holds the
+`matrices` (05, 16, 17), `order` (positions), `induction` (18), `tiles` (20); `base` holds the
 ✗ they raise.
 Notebooks import them from `helpers.claims` (18 calls them as `claims.check_…`).
 `tests/test_claims*.py`, `tests/test_positions.py` and the ledger's wrong objects

@@ -1,4 +1,4 @@
-"""Notebook 19's claims: attention a tile at a time is the same multi-head attention (every tile
+"""Notebook 20's claims: attention a tile at a time is the same multi-head attention (every tile
 size, causal or not), it never holds a T × T tensor where the plain computation holds h of them,
 and nn.MultiheadAttention forms the maps when asked for them."""
 
