@@ -352,3 +352,26 @@ def test_a_difference_after_a_named_mistake_says_what_it_is_measured_against():
     made in it (k and v both), which the message now says."""
     message = check_exercise(keys_tiled_values_repeated_in_numpy, "shared_kv", echo=False).message
     says(message, "kv_tiled", "measured against the reference with kv_tiled made in it")
+
+
+# --- the twenty-first trial (124 attempts) ------------------------------------------------------
+
+
+def heads_through_numpy_softmax_over_the_queries(x, w_q, w_k, w_v, w_o):
+    heads = []
+    for wq, wk, wv in zip(w_q, w_k, w_v, strict=True):
+        q, k, v = ((x @ w.T).numpy() for w in (wq, wk, wv))
+        s = q @ k.transpose(0, 2, 1) / math.sqrt(q.shape[-1])
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        heads.append(torch.from_numpy(e / e.sum(axis=1, keepdims=True) @ v))  # slip: axis
+    return torch.cat(heads, dim=-1) @ w_o.T  # <-
+
+
+def test_a_step_handed_to_numpy_is_not_taken_for_the_heads_outputs():
+    """x·W_i^Q, right, then .numpy(): the check saw it as the heads' outputs ("look at what the
+    weights multiply on this line", on the line making q). Now the output's difference, with the
+    lines it reads."""
+    fn = heads_through_numpy_softmax_over_the_queries
+    message = diagnose(fn, per_head=True, echo=False).message
+    says(message, "Your output differs from the reference's", f"Where: line {marked(fn)}:")
+    assert "look at what the weights multiply" not in message, message

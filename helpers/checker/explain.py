@@ -47,6 +47,7 @@ from helpers.checker.departures import (
 from helpers.checker.locate import (
     _assigned_name,
     _blamed_input,
+    _closure,
     _fused_call,
     _layout_source,
     _made_after_the_weights,
@@ -108,6 +109,21 @@ def _partly(kept: list) -> tuple[tuple[str, ...], tuple[str, ...]]:
     made = {n.removesuffix("_heads") for _, _, keep in kept for n, t in keep.items() if t is None}
     order = ("q", "k", "v")
     return tuple(n for n in order if n in made - held), tuple(n for n in order if n in held)
+
+
+def _unread_upstream(record: Record | None, target: str, run: _Run) -> bool:
+    """Whether `record`, taken for `target`, is one of the reference's earlier steps (q = x·W^Q,
+    right) that no op the check sees reads afterwards (`(x @ wq.T).numpy()`): the learner's own
+    earlier step, whose later use the check cannot follow; not their `target`."""
+    if record is None:
+        return False
+    at = next((i for i, r in enumerate(run.records) if r is record), None)
+    if at is None or any(at in r.parents for r in run.records) or _returned(record, run):
+        return False
+    return any(
+        name in run.reference and _same_in_some_form(record.tensor, name, run.reference[name])
+        for name in _closure(target) - {target}
+    )
 
 
 def _returned(record: Record | None, run: _Run) -> bool:
@@ -616,6 +632,7 @@ def _explain(
         elif target != "out" and (
             _made_after_the_weights(target, followed[0][1], first)
             or (not first.found and _returned(followed[0][1], first))  # no step followed:
+            or _unread_upstream(followed[0][1], target, first)  # q, then numpy: not the heads
         ):  # the output itself, not a tensor on its way to it
             stage = target = "out"  # no tensor of the learner's stands for that stage: say what
             followed = [  # differs where it shows, the output
