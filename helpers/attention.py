@@ -399,6 +399,18 @@ class KVCache:
         """T, the number of tokens cached so far."""
         return 0 if self.k is None else self.k.size(2)
 
+    @property
+    def seen(self) -> int:
+        """How many tokens the cache has been given: the position of the next one (here every
+        token is kept, so len(cache); a cache that drops tokens keeps counting)."""
+        return len(self)
+
+    def mask(self, T_new: int) -> torch.Tensor:
+        """Which keys that `append` just returned each of the T_new new queries may attend, as
+        (T_new, T_keys), True = may attend: causal, new query t at position seen - T_new + t."""
+        keys = len(self)
+        return torch.ones(T_new, keys, dtype=torch.bool).tril(diagonal=keys - T_new)
+
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add the new tokens' k, v (B, g, T_new, d_k); return all of them (B, g, T, d_k)."""
         if self.k is not None and (self.k.shape[:2], self.k.size(3)) != (k.shape[:2], k.size(3)):
@@ -490,14 +502,13 @@ class FusedMultiHeadAttention(nn.Module):
         q = split_heads(self.w_q(x), self.num_heads)  # (B, h, T_q, d_k)
         k = split_heads(self.w_k(source), self.num_kv_heads)  # (B, g, T_k, d_k), g K/V heads
         v = split_heads(self.w_v(source), self.num_kv_heads)  # (B, g, T_k, d_k)
-        past = len(cache) if cache is not None else 0
+        past = cache.seen if cache is not None else 0  # the new tokens' first position
         if self.rope:  # each head turns its own pairs: the rotation acts on (B, h, T, d_k)
             q, k = apply_rope(q, offset=past), apply_rope(k, offset=past)
         if cache is not None:
-            k, v = cache.append(k, v)  # (B, g, past + T_q, d_k): every token so far
-            if mask is None:  # causal: new query t sits at position past + t
-                mask = torch.ones(T_q, past + T_q, dtype=torch.bool, device=x.device)
-                mask = mask.tril(diagonal=past)  # (T_q, T_k)
+            k, v = cache.append(k, v)  # (B, g, T_k, d_k): every token so far the cache keeps
+            if mask is None:  # causal (within the cache's window, if it has one)
+                mask = cache.mask(T_q).to(x.device)  # (T_q, T_k)
         if mask is not None:
             mask = heads_mask(mask, B, self.num_heads, T_q, k.size(2))  # to (B, h, T_q, T_k)
         if self.num_kv_heads < self.num_heads:  # each K/V head serves h / g query heads in a row
