@@ -3,8 +3,8 @@
 Each takes the objects a notebook made and prints ✓ lines naming exactly what it compared, or
 raises AssertionError saying what came instead. One module per group of notebooks: `layers` (a
 layer's layout and counts, shared K/V), `trained_heads` (11, 12, 13), `scaling` (02, 07),
-`matrices` (05, 16, 17), `order` (positions), `induction` (18), `tiles` (20); `base` holds the
-✗ they raise.
+`matrices` (05, 16, 17), `order` (positions), `induction` (18), `tiles` (20), `windows`
+(21); `base` holds the ✗ they raise.
 Notebooks import them from `helpers.claims` (18 calls them as `claims.check_…`).
 `tests/test_claims*.py`, `tests/test_positions.py` and the ledger's wrong objects
 (`tests/ledger/wrong_claims.py`) feed each one a wrong object (a biased layer, heads that share a
@@ -57,6 +57,13 @@ from helpers.claims.trained_heads import (
     check_two_heads_win,
     check_two_place_roles,
 )
+from helpers.claims.windows import (
+    check_every_head_windowed,
+    check_reach,
+    check_renormalised,
+    check_window_cache,
+    check_window_rows,
+)
 
 __all__ = [
     "check_refused",
@@ -94,4 +101,9 @@ __all__ = [
     "check_tiles_match",
     "check_never_held",
     "check_maps_formed",
+    "check_window_rows",
+    "check_every_head_windowed",
+    "check_reach",
+    "check_window_cache",
+    "check_renormalised",
 ]

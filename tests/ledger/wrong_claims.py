@@ -9,15 +9,17 @@ import copy
 import torch
 from torch import nn
 
-from helpers import claims
+from helpers import claims, windows
 from helpers.attention import (
     FusedMultiHeadAttention,
+    KVCache,
     PerHeadMultiHeadAttention,
     merge_heads,
     split_heads,
 )
 from helpers.examples import seeded_attention
 from helpers.positions import apply_rope, sinusoidal_positions
+from helpers.windows import window_mask
 from tests.ledger.wrong import _gen, _own, _x, wrong
 
 # --- helpers/claims/layers.py: layouts and counts -------------------------------------------
@@ -520,3 +522,65 @@ def _refused_accepts():
 @wrong("check_refused", "a model that fails on the text some other way (a TypeError)")
 def _refused_other_error():
     claims.check_refused(lambda text: text + 1, "")
+
+
+# --- helpers/claims/windows.py: sliding windows and sinks (21) ---------------------------------
+
+
+def _window_plus_one(T_q: int, T_k: int, window: int) -> torch.Tensor:
+    """Mistral's paper's count: position i sees i − W … i, W + 1 positions."""
+    return window_mask(T_q, T_k, window + 1)
+
+
+def _band_both_ways(T_q: int, T_k: int, window: int) -> torch.Tensor:
+    p, j = torch.arange(T_q).unsqueeze(1), torch.arange(T_k).unsqueeze(0)
+    return (p - j).abs() < window  # not causal: the next positions too
+
+
+@wrong("check_window_rows", "a window of W + 1 positions (i − W … i, Mistral's paper's count)")
+def _rows_plus_one():
+    claims.check_window_rows(7, _window_plus_one)
+
+
+@wrong("check_window_rows", "a band on both sides of the diagonal (not causal)")
+def _rows_both_ways():
+    claims.check_window_rows(7, _band_both_ways)
+
+
+@wrong("check_every_head_windowed", "the window applied to head 0 only")
+def _windowed_one_head():
+    mask = window_mask(5, 5, 2)
+    scores = torch.randn(1, 4, 5, 5, generator=_gen(0))
+    per_head = torch.stack([mask if i == 0 else torch.ones(5, 5, dtype=torch.bool).tril()
+                            for i in range(4)])  # fmt: skip
+    weights = scores.masked_fill(~per_head, float("-inf")).softmax(-1)
+    claims.check_every_head_windowed(weights, mask)
+
+
+@wrong("check_reach", "a reach whose layers each see W + 1 positions")
+def _reach_plus_one():
+    claims.check_reach(lambda w, layers, t: windows.reach(w + 1, layers, t), (2, 3), 3, 16)
+
+
+@wrong("check_window_cache", "notebook 14's cache, which keeps every token (a causal output)")
+def _cache_plain():
+    module = seeded_attention(16, 4)
+    claims.check_window_cache(
+        module, _x(T=7), 3, 0, KVCache(), 2, windows.window_cache_bytes(3, 0, 4, 4)
+    )
+
+
+@wrong("check_window_cache", "a window cache that keeps no sink where the forward keeps one")
+def _cache_no_sink():
+    module = seeded_attention(16, 4)
+    claims.check_window_cache(
+        module, _x(T=7), 3, 1, windows.WindowKVCache(3), 2, windows.window_cache_bytes(3, 1, 4, 4)
+    )
+
+
+@wrong("check_renormalised", "the dropped key's weight set to 0, the others left as they were")
+def _renormalised_zeroed():
+    full = torch.randn(2, 3, 4, 5, generator=_gen(0)).softmax(-1)
+    zeroed = full.clone()
+    zeroed[..., 0] = 0
+    claims.check_renormalised(full, zeroed, 0)
