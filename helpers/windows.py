@@ -48,8 +48,9 @@ def reach(window: int, layers: int, T: int) -> torch.Tensor:
 
 class WindowKVCache(KVCache):
     """A KVCache for sliding-window attention: after each step it keeps the first `sinks` tokens
-    and the last `window` tokens, and drops the rest, which no later query of the window could
-    reach. Its memory stops growing once it holds sinks + window tokens. `positions` are the kept
+    and the last `window` − 1, and drops the rest, which no later query could reach (the next
+    query sees itself and the `window` − 1 before it). Its memory stops growing once it holds
+    sinks + window − 1 tokens between steps. `positions` are the kept
     tokens' positions; `mask` lets each new query see what window_mask allows. A step with
     several new tokens (a prompt) attends before anything is dropped, so its first queries still
     see their whole window."""
@@ -79,7 +80,7 @@ class WindowKVCache(KVCache):
         self.positions = torch.cat([self.positions, new])
         self._seen += k.size(2)
         self._step = self.positions
-        keep = (self.positions < self.sinks) | (self.positions >= self._seen - self.window)
+        keep = (self.positions < self.sinks) | (self.positions > self._seen - self.window)
         self.k, self.v, self.positions = keys[:, :, keep], values[:, :, keep], self.positions[keep]
         return keys, values
 
@@ -96,7 +97,7 @@ def window_cache_bytes(
     window: int, sinks: int, num_kv_heads: int, d_k: int, bytes_per_number: int = 4, B: int = 1
 ) -> int:
     """What a full WindowKVCache holds between steps, whatever the length of the text: 2 (k and v)
-    · B · num_kv_heads · d_k · (sinks + window) · bytes_per_number."""
+    · B · num_kv_heads · d_k · (sinks + window − 1) · bytes_per_number."""
     _check_sizes(window=window, sinks=sinks, num_kv_heads=num_kv_heads, d_k=d_k,
                  bytes_per_number=bytes_per_number, B=B)  # fmt: skip
-    return 2 * B * num_kv_heads * d_k * (sinks + window) * bytes_per_number
+    return 2 * B * num_kv_heads * d_k * (sinks + window - 1) * bytes_per_number

@@ -55,9 +55,9 @@ def test_decoding_with_the_window_cache_equals_the_windowed_forward(rope, window
         outs.append(m(x[:, t : t + 1], cache=cache)[0])
         held.append(len(cache))
     torch.testing.assert_close(torch.cat(outs, 1), full, rtol=0, atol=1e-12)
-    assert held == [min(t + 1, sinks + window) for t in range(4, T)]  # flat once full
+    assert held == [min(t + 1, sinks + window - 1) for t in range(4, T)]  # flat once full
     assert cache.nbytes == 2 * 2 * 2 * 4 * held[-1] * 8
-    if sinks + window < T:
+    if sinks + window - 1 < T:
         assert cache.nbytes == window_cache_bytes(window, sinks, 2, 4, bytes_per_number=8, B=2)
         # the wrong object: a plain cache holds every token, and its causal output differs
         plain = KVCache()

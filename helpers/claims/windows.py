@@ -42,6 +42,12 @@ def check_every_head_windowed(weights: torch.Tensor, mask: torch.Tensor) -> None
     """weights (B, h, T_q, T_k) from a layer given `mask` (T_q, T_k): in every head, every weight
     outside the mask is 0 and each row sums to 1."""
     claim = "every head's weights stay inside the window"
+    inside = weights.masked_select(mask.expand_as(weights))
+    if inside.numel() and inside.min() <= 0:
+        heads = (weights.masked_fill(~mask, 1.0) <= 0).flatten(2).any(-1).any(0)
+        which = [int(i) for i in heads.nonzero().flatten()]
+        raise _fail(claim, f"head{'s' if len(which) > 1 else ''} {which} put no weight on a key "
+                           "inside it (a narrower mask there)")  # fmt: skip
     outside = weights.masked_select(~mask.expand_as(weights))
     if outside.numel() and outside.abs().max() > 0:
         heads = (weights * ~mask).flatten(2).abs().amax(-1).amax(0)
@@ -52,27 +58,30 @@ def check_every_head_windowed(weights: torch.Tensor, mask: torch.Tensor) -> None
     atol = default_atol(weights)
     if not torch.allclose(rows, torch.ones_like(rows), atol=atol):
         raise _fail(claim, f"a row sums to {float(rows.flatten()[(rows - 1).abs().argmax()]):.4g}")
-    print(f"✓ all {weights.size(1)} heads: weight 0 outside the window, every row summing to 1 "
-          f"within atol {atol:.0e}")  # fmt: skip
+    print(f"✓ all {weights.size(1)} heads: weight above 0 on every key inside the window and 0 "
+          f"outside it (the same mask in every head), every row summing to 1 within atol "
+          f"{atol:.0e}")  # fmt: skip
 
 
 def check_reach(
     reach_of: Callable[[int, int, int], torch.Tensor], windows: tuple[int, ...], layers: int, T: int
 ) -> None:
     """`reach_of(W, L, T)` (T, T), which positions can have reached which after L layers: for each
-    W and L = 1 … layers, the farthest any position draws on is min(L · (W − 1), T − 1) back."""
+    W and L = 1 … layers, row p holds exactly the positions max(0, p − L · (W − 1)) … p (a window
+    of L · (W − 1) + 1 positions: nothing later, nothing missing, nothing further back)."""
     claim = "after L layers, information has crossed at most L · (W − 1) positions"
     for W in windows:
         for L in range(1, layers + 1):
-            seen = reach_of(W, L, T)
-            farthest = max(int(p - seen[p].nonzero().min()) for p in range(T))
-            want = min(L * (W - 1), T - 1)
-            if farthest != want:
+            got, want = reach_of(W, L, T), window_mask(T, T, L * (W - 1) + 1)
+            if not torch.equal(got.bool(), want):
+                p = int((got.bool() != want).any(-1).nonzero()[0])
+                seen = got[p].nonzero().flatten().tolist()
                 layer = f"{L} layer{'s' * (L > 1)}"
-                raise _fail(claim, f"with W = {W}, after {layer} the farthest reach is {farthest}, "
-                                   f"not {want}")  # fmt: skip
-    print(f"✓ W = {', '.join(map(str, windows))}, L = 1 … {layers} layers (T = {T}): the farthest "
-          "position any token draws on is L · (W − 1) back (or the first token)")  # fmt: skip
+                raise _fail(claim, f"with W = {W}, after {layer}, position {p} reaches {seen}, "
+                                   f"not {max(0, p - L * (W - 1))} … {p}")  # fmt: skip
+    widths = ", ".join(map(str, windows))
+    print(f"✓ W = {widths}, L = 1 … {layers} layers (T = {T}): each position p can have "
+          "reached exactly the positions from p − L · (W − 1) (or the first) to p")  # fmt: skip
 
 
 @torch.no_grad()
@@ -92,7 +101,8 @@ def check_window_cache(
     claim = "the window cache = the windowed forward, its memory flat"
     T = x.size(1)
     want, _ = module(x, mask=window_mask(T, T, window, sinks))
-    outs, held = [module(x[:, :prompt], cache=cache)[0]], []
+    outs = [module(x[:, :prompt], cache=cache)[0]]
+    held = [cache.nbytes]  # between steps: after the prompt, then after each new token
     for t in range(prompt, T):
         outs.append(module(x[:, t : t + 1], cache=cache)[0])
         held.append(cache.nbytes)
@@ -101,11 +111,13 @@ def check_window_cache(
     if not torch.allclose(got, want, atol=atol, rtol=0):
         raise _fail(claim, f"the outputs differ by up to {float((got - want).abs().max()):.3g}")
     if max(held) > expected_bytes or held[-1] != expected_bytes:
-        raise _fail(claim, f"the cache held {held[0]:,} → {held[-1]:,} bytes (at most "
-                           f"{max(held):,}), not a flat {expected_bytes:,}")  # fmt: skip
+        raise _fail(claim, f"between steps the cache held {held[0]:,} → {held[-1]:,} bytes (at "
+                           f"most {max(held):,}), not a flat {expected_bytes:,}")  # fmt: skip
+    per_token = 2 * x.size(0) * module.num_kv_heads * module.d_k * x.element_size()
     print(f"✓ decoding {T} tokens (a prompt of {prompt}, then one at a time) with sinks = {sinks} "
-          f"and W = {window}: equal to the windowed forward within atol {atol:.0e}; the cache "
-          f"never holds more than {expected_bytes:,} bytes, {sinks + window} tokens")  # fmt: skip
+          f"and W = {window}: equal to the windowed forward within atol {atol:.0e}; between "
+          f"steps the cache holds at most {expected_bytes:,} bytes, {expected_bytes // per_token} "
+          "tokens, and holds that once full")  # fmt: skip
 
 
 @torch.no_grad()
@@ -124,5 +136,6 @@ def check_renormalised(full: torch.Tensor, without: torch.Tensor, dropped: int) 
         raise _fail(
             claim, f"largest difference {float((without[..., keep] - want).abs().max()):.3g}"
         )
-    print(f"✓ every row, every head: with key {dropped} masked, each other weight = its weight "
-          f"with it ÷ (1 − the weight it had), within atol {atol:.0e}")  # fmt: skip
+    print(f"✓ every row given, every head: with key {dropped} masked, each other weight = its "
+          "weight with it ÷ (1 − the weight it had), within atol "
+          f"{atol:.0e}, rtol 1e-04")  # fmt: skip
