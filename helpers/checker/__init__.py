@@ -18,7 +18,8 @@ engine, a pipeline of small modules:
    find a second departure downstream. A departure no known mistake explains is reported as such,
    at the first stage the learner made a tensor for (17's code never makes q), or where a head's
    slice is never made (head 0's matrices in every pass of a loop), or where a right tensor is
-   used in another's place (w_k and w_v swapped) (`unexplained`); the engine continues from the
+   used in another's place (w_k and w_v swapped) (`unexplained`, and `misused`: a step made
+   right but used wrong, or whose result nothing keeps); the engine continues from the
    learner's own tensor, except in a call that goes on from a departure another call showed first.
    When it cannot tell the line, the message says so.
 4. Each departure is reported with what differs, the learner's line (`locate`, `sources`,
