@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from helpers.attention import KVCache, _fmt
+from helpers.attention import KVCache, _fmt, kv_cache_bytes
 
 
 def _check_sizes(**sizes: int) -> None:
@@ -29,8 +29,13 @@ def window_mask(T_q: int, T_k: int, window: int, sinks: int = 0) -> torch.Tensor
     if T_q > T_k:
         raise ValueError(f"the queries are the last T_q of the T_k positions: T_q = {T_q} > T_k = "
                          f"{T_k}.")  # fmt: skip
-    p = torch.arange(T_k - T_q, T_k).unsqueeze(1)  # (T_q, 1) the queries' positions
-    j = torch.arange(T_k).unsqueeze(0)  # (1, T_k) the keys' positions
+    p = torch.arange(T_k - T_q, T_k)  # the queries' positions
+    return _allowed(p, torch.arange(T_k), window, sinks)
+
+
+def _allowed(p: torch.Tensor, j: torch.Tensor, window: int, sinks: int) -> torch.Tensor:
+    """(len(p), len(j)): query position p may attend key position j (window_mask's rule)."""
+    p, j = p.unsqueeze(1), j.unsqueeze(0)
     return (j <= p) & ((p - j < window) | (j < sinks))
 
 
@@ -88,9 +93,8 @@ class WindowKVCache(KVCache):
         """(T_new, T_k) for the keys the last append returned: window_mask's rule by position."""
         if self._step is None:
             raise ValueError("append the new tokens' k and v first: the mask is for that step.")
-        p = torch.arange(self._seen - T_new, self._seen).unsqueeze(1)
-        j = self._step.unsqueeze(0)
-        return (j <= p) & ((p - j < self.window) | (j < self.sinks))
+        p = torch.arange(self._seen - T_new, self._seen)
+        return _allowed(p, self._step, self.window, self.sinks)
 
 
 def window_cache_bytes(
@@ -98,6 +102,7 @@ def window_cache_bytes(
 ) -> int:
     """What a full WindowKVCache holds between steps, whatever the length of the text: 2 (k and v)
     · B · num_kv_heads · d_k · (sinks + window − 1) · bytes_per_number."""
-    _check_sizes(window=window, sinks=sinks, num_kv_heads=num_kv_heads, d_k=d_k,
-                 bytes_per_number=bytes_per_number, B=B)  # fmt: skip
-    return 2 * B * num_kv_heads * d_k * (sinks + window - 1) * bytes_per_number
+    _check_sizes(window=window, sinks=sinks)
+    if window < 1:
+        raise ValueError(f"window must be at least 1 (a query sees itself), got {window}.")
+    return kv_cache_bytes(sinks + window - 1, num_kv_heads, d_k, 1, bytes_per_number, B)
